@@ -1,0 +1,84 @@
+"""Shared fixtures: every trinity directory in a temp dir, the real GGUF, a real llama.cpp server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+_HOME = Path(tempfile.mkdtemp(prefix="trinity-tests-"))
+os.environ["TRINITY_HOME"] = str(_HOME / "home")
+os.environ["XDG_CONFIG_HOME"] = str(_HOME / "xdg-config")
+os.environ["XDG_CACHE_HOME"] = str(_HOME / "xdg-cache")
+os.environ.pop("TRINITY_POOL", None)
+for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+    os.environ.pop(key, None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def gguf_path() -> Path:
+    from trinity_cli.coordinator.embedded import embedded_model_path
+
+    return embedded_model_path()
+
+
+@pytest.fixture(scope="session")
+def coordinator(gguf_path: Path):
+    from trinity_cli.coordinator.llama import LlamaCoordinator
+
+    return LlamaCoordinator(gguf_path, n_ctx=4096)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def llama_server(gguf_path: Path):
+    """A real `python -m llama_cpp.server` on 127.0.0.1 serving the embedded GGUF."""
+    port = free_port()
+    log = open(_HOME / "llama-server.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path), "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "2048", "--chat_format", "chatml"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/models", timeout=2).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("llama_cpp.server did not start: " + (_HOME / "llama-server.log").read_text()[-2000:])
+            time.sleep(0.5)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture()
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clean current directory, so no ./trinity.toml leaks in."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

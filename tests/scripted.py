@@ -1,0 +1,62 @@
+"""Test doubles for the core: a provider that replays scripted replies, a fixed coordinator.
+
+They stand in for agents and the coordinator only in tests of the pure loop; every real
+provider and the real coordinator are tested against real servers and the real GGUF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trinity_cli.coordinator.base import Encoding
+from trinity_cli.core.head import Choice
+from trinity_cli.core.roles import ROLE_ORDER, Role
+from trinity_cli.core.transcript import Transcript
+from trinity_cli.providers.base import Reply, Request
+
+
+@dataclass
+class ScriptedProvider:
+    replies: list[object]  # str replies, or exceptions to raise
+    price_per_call: float = 0.0
+    requests: list[Request] = field(default_factory=list)
+
+    def complete(self, request: Request, on_text=None) -> Reply:
+        self.requests.append(request)
+        item = self.replies.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        if on_text:
+            on_text(str(item))
+        return Reply(str(item), 10, 5, self.price_per_call, 0.01)
+
+
+@dataclass
+class CountingCoordinator:
+    """Returns a fixed vector; counts the transcripts it was asked to encode."""
+
+    hidden_size: int = 4
+    seen: list[Transcript] = field(default_factory=list)
+
+    def encode(self, transcript: Transcript) -> Encoding:
+        self.seen.append(transcript)
+        return Encoding(np.ones(self.hidden_size, dtype=np.float32), 0.001, 3)
+
+
+@dataclass(frozen=True)
+class ScriptedPolicy:
+    """Chooses (agent, role) from a list, one per turn; needs hidden states like a real head."""
+
+    plan: tuple[tuple[int, Role], ...]
+    n_agents: int = 2
+    needs_hidden = True
+
+    def choose(self, hidden, turn: int) -> Choice:
+        agent, role = self.plan[turn - 1]
+        agent_probs = np.full(self.n_agents, 0.1 / max(1, self.n_agents - 1))
+        agent_probs[agent] = 0.9
+        role_probs = np.full(3, 0.05)
+        role_probs[ROLE_ORDER.index(role)] = 0.9
+        return Choice(agent_probs, role_probs)

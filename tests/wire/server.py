@@ -1,0 +1,71 @@
+"""A tiny threaded HTTP server on 127.0.0.1 that answers with scripted wire-format responses.
+
+Each test queues responses (status, headers, body chunks); the server records every request
+(path, headers, JSON body) so tests can check what the real SDK sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Scripted:
+    status: int = 200
+    body: bytes | list[bytes] = b""
+    content_type: str = "application/json"
+
+
+@dataclass
+class WireServer:
+    responses: list[Scripted] = field(default_factory=list)
+    requests: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length", 0))
+                raw = self.rfile.read(length)
+                owner.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(raw or b"{}")}
+                )
+                reply = owner.responses.pop(0) if owner.responses else Scripted(500, b'{"error": "no script"}')
+                chunks = reply.body if isinstance(reply.body, list) else [reply.body]
+                self.send_response(reply.status)
+                self.send_header("content-type", reply.content_type)
+                self.send_header("content-length", str(sum(len(c) for c in chunks)))
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
+    """Server-sent events: `event:` lines where given, one JSON `data:` line each."""
+    out = []
+    for name, data in events:
+        head = f"event: {name}\n" if name else ""
+        out.append(f"{head}data: {json.dumps(data)}\n\n".encode())
+    return out

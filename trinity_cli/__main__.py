@@ -1,0 +1,3 @@
+from trinity_cli.cli import main
+
+main()

@@ -1,0 +1,77 @@
+"""The `trinity` command: thin Typer commands over the library.
+
+`main()` is the only place where errors become exit codes (see the README's table). Nothing
+heavy is imported here: each command imports what it uses when it runs, so `trinity --help`
+loads neither llama.cpp nor numpy nor any SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+import typer
+
+from trinity_cli import __version__
+from trinity_cli.cli import pool as pool_command
+from trinity_cli.cli import solve as solve_command
+from trinity_cli.cli.console import stderr
+from trinity_cli.errors import TrinityError
+
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="trinity",
+    help="An evolved LLM coordinator for coding tasks: a tiny trained head on a small GGUF "
+    "model picks, each turn, one model from your pool and one role (thinker, worker, verifier).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"trinity {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """trinity: route each turn to one model and one role."""
+
+
+app.command("solve", help=solve_command.HELP)(solve_command.solve)
+app.command("pool", help=pool_command.HELP)(pool_command.pool)
+
+
+def main() -> None:
+    try:
+        code = app(standalone_mode=False)
+    except TrinityError as exc:
+        stderr.print(f"error: {exc.message}", markup=False, highlight=False)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        stderr.print("interrupted", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        if os.environ.get("TRINITY_DEBUG"):
+            raise
+        stderr.print(
+            f"internal error: {type(exc).__name__}: {exc} (a bug in trinity; TRINITY_DEBUG=1 shows the traceback)",
+            markup=False, highlight=False,
+        )
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

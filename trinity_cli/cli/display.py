@@ -1,0 +1,156 @@
+"""Sinks of the episode's events: the Rich progress display (stderr) and the --jsonl writer.
+
+The display prints one permanent line per finished turn and keeps a transient `Live` line for
+the turn in flight, only on a terminal: on a pipe or CI log it prints plain lines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import IO, Any, Callable, Sequence
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
+from trinity_cli.core.events import EpisodeFinished, Event, TextDelta, TurnFinished, TurnStarted
+from trinity_cli.core.roles import ROLE_ORDER
+
+SCHEMA_VERSION = 1
+
+
+def fan_out(sinks: Sequence[Callable[[Event], None]]) -> Callable[[Event], None]:
+    def send(event: Event) -> None:
+        for sink in sinks:
+            sink(event)
+
+    return send
+
+
+def decision_json(decision: Decision, agent_names: Sequence[str]) -> dict[str, Any]:
+    return {
+        "turn": decision.turn,
+        "agent": decision.agent,
+        "role": decision.role.value,
+        "role_source": decision.role_source,
+        "agent_probs": {n: round(p, 6) for n, p in zip(agent_names, decision.agent_probs)},
+        "role_probs": {r.value: round(p, 6) for r, p in zip(ROLE_ORDER, decision.role_probs)},
+        "coordinator_seconds": round(decision.coordinator_seconds, 4),
+        "coordinator_tokens": decision.coordinator_tokens,
+    }
+
+
+def turn_json(record: TurnRecord, agent_names: Sequence[str]) -> dict[str, Any]:
+    return {
+        **decision_json(record.decision, agent_names),
+        "verdict": record.verdict,
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "usd": record.usd,
+        "usd_estimated": record.usd_estimated,
+        "seconds": round(record.seconds, 3),
+        "text": record.text,
+    }
+
+
+def episode_json(result: EpisodeResult, agent_names: Sequence[str]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": result.verdict,
+        "answer": result.answer,
+        "usd": result.usd,
+        "error": result.error,
+        "turns": [turn_json(r, agent_names) for r in result.turns],
+    }
+
+
+class JsonlWriter:
+    """--jsonl: one event per line as it happens; the `final` event is the --json object."""
+
+    def __init__(self, stream: IO[str], agent_names: Sequence[str]) -> None:
+        self.stream = stream
+        self.names = agent_names
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TurnStarted):
+            self._write({"event": "turn_start", **decision_json(event.decision, self.names)})
+        elif isinstance(event, TurnFinished):
+            self._write({"event": "turn_end", **turn_json(event.record, self.names)})
+        elif isinstance(event, EpisodeFinished):
+            self._write({"event": "final", **episode_json(event.result, self.names)})
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(obj) + "\n")
+        self.stream.flush()
+
+
+ROLE_STYLES = {"thinker": "magenta", "worker": "cyan", "verifier": "yellow"}
+VERDICT_STYLES = {"accept": "bold green", "reject": "red", "malformed": "red"}
+
+
+class TurnDisplay:
+    def __init__(self, console: Console, header: str = "") -> None:
+        self.console = console
+        self.live: Live | None = None
+        self.spent = 0.0
+        self.streamed = 0
+        self.started = 0.0
+        self.decision: Decision | None = None
+        if header:
+            console.print(Text(header, style="dim"))
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TurnStarted):
+            self.decision, self.streamed, self.started = event.decision, 0, time.perf_counter()
+            if self.console.is_terminal:
+                self.live = Live(self._in_flight(), console=self.console, transient=True, refresh_per_second=8)
+                self.live.start()
+        elif isinstance(event, TextDelta):
+            self.streamed += 1
+            if self.live is not None:
+                self.live.update(self._in_flight())
+        elif isinstance(event, TurnFinished):
+            self._stop_live()
+            self.spent += event.record.usd
+            self.console.print(self._finished(event.record))
+        elif isinstance(event, EpisodeFinished):
+            self._stop_live()
+            result = event.result
+            style = "bold green" if result.verdict == "accepted" else "bold red"
+            line = Text("verdict ", style="bold")
+            line.append(result.verdict, style=style)
+            line.append(f" · {len(result.turns)} turns · ${result.usd:.4f}")
+            self.console.print(line)
+
+    def _stop_live(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def _head(self, decision: Decision) -> Text:
+        line = Text(f"turn {decision.turn:>2}  ", style="bold")
+        line.append(f"{decision.agent:<14} ")
+        line.append(f"{decision.role.value:<8}", style=ROLE_STYLES[decision.role.value])
+        source = " (thinker)" if decision.role_source == "thinker" else ""
+        line.append(f" p={decision.probability:.2f}{source}", style="dim")
+        return line
+
+    def _in_flight(self) -> Text:
+        assert self.decision is not None
+        line = self._head(self.decision)
+        line.append(f"  … {self.streamed} tokens, {time.perf_counter() - self.started:.1f}s", style="dim")
+        return line
+
+    def _finished(self, record: TurnRecord) -> Text:
+        line = self._head(record.decision)
+        estimated = "~" if record.usd_estimated else ""
+        line.append(
+            f"  {record.tokens_in}→{record.tokens_out} tok  {record.seconds:.1f}s"
+            f" (+{record.decision.coordinator_seconds:.2f}s coord)  {estimated}${self.spent:.4f}"
+        )
+        if record.verdict is not None:
+            line.append("  verdict: ")
+            line.append(record.verdict, style=VERDICT_STYLES[record.verdict])
+        return line

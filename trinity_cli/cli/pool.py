@@ -1,0 +1,36 @@
+"""`trinity pool`: the agents of the pool and whether each is usable right now."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from trinity_cli.cli.console import stderr
+
+HELP = """List the pool's agents and whether each is usable: key present, server reachable,
+model file present. Exit 0 when every agent is usable, 3 otherwise (or on a bad pool file)."""
+
+
+def pool(
+    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> int:
+    from rich.table import Table
+
+    from trinity_cli.config import load_pool
+    from trinity_cli.pool_check import check_agent
+
+    pool_cfg = load_pool(pool)
+    checks = [check_agent(spec) for spec in pool_cfg.agents]
+    if json_out:
+        print(json.dumps({"source": pool_cfg.source, "agents": [c.as_json() for c in checks]}, indent=2))
+    else:
+        table = Table(title=f"pool: {pool_cfg.source}", title_justify="left")
+        for column in ("agent", "provider", "model", "usable", "why"):
+            table.add_column(column)
+        for c in checks:
+            table.add_row(c.name, c.provider, c.model, "yes" if c.usable else "no", c.detail)
+        stderr.print(table)
+    return 0 if all(c.usable for c in checks) else 3

@@ -1,0 +1,114 @@
+"""`trinity solve PROBLEM|-`: one episode, live on stderr, the answer on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trinity_cli.cli.console import stderr
+
+HELP = """Solve one coding problem (a Markdown or text file, or - for stdin).
+
+Each turn the coordinator picks one agent of the pool and one role. Progress goes to stderr;
+stdout gets only the final answer (or JSON with --json / --jsonl).
+
+Exit codes: 0 accepted; 2 usage or unreadable input; 3 configuration (pool, weights, keys,
+--offline); 4 provider error; 5 budget; 6 turn limit or no answer; 130 interrupted; 1 bug.
+
+Weights: by default the shipped head that fits the coordinator and pool (the head shipped for
+the offline default pool is UNTRAINED at this version: see its metadata); when none fits, the
+fallback pipeline thinker -> worker -> verifier. --weights none forces the fallback."""
+
+MAX_PROBLEM_BYTES = 1_000_000
+EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, "no_answer": 6,
+              "tests_failed": 6, "interrupted": 130}
+
+
+def solve(
+    problem: Annotated[str, typer.Argument(help="Problem file, or - to read stdin.")],
+    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    weights: Annotated[Optional[str], typer.Option("--weights", help="Head .npz, or 'none'.")] = None,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn limit.")] = 5,
+    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    jsonl_out: Annotated[bool, typer.Option("--jsonl", help="Print one JSON event per line as it happens.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    sample: Annotated[bool, typer.Option("--sample", help="Sample agent and role instead of greedy.")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for --sample.")] = 0,
+    offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network.")] = False,
+) -> int:
+    from trinity_cli.cli.display import JsonlWriter, TurnDisplay, episode_json, fan_out
+    from trinity_cli.config import load_pool
+    from trinity_cli.core.budget import Budget
+    from trinity_cli.core.episode import run_episode
+    from trinity_cli.core.transcript import Problem
+    from trinity_cli.errors import UsageError
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import build_coordinator, check_offline, check_prices, choose_policy
+
+    if json_out and jsonl_out:
+        raise UsageError("--json and --jsonl are exclusive: pick one")
+    text = read_problem(problem)
+    pool_cfg = load_pool(pool)
+    if offline:
+        check_offline(pool_cfg)
+    if budget_usd is not None:
+        check_prices(pool_cfg)
+    warn = (lambda msg: None) if quiet else (lambda msg: stderr.print(f"warning: {msg}", markup=False))
+    choice = choose_policy(pool_cfg, weights, warn)
+    agents = build_agents(pool_cfg.agents)
+    coordinator = build_coordinator(pool_cfg) if choice.policy.needs_hidden else None
+    sinks = []
+    if not quiet:
+        sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}"))
+    if jsonl_out:
+        sinks.append(JsonlWriter(sys.stdout, pool_cfg.names))
+    result = run_episode(
+        Problem.from_markdown(text), agents, coordinator, choice.policy,
+        max_turns=max_turns, budget=Budget(budget_usd), sample_seed=seed if sample else None,
+        on_event=fan_out(sinks),
+    )
+    if json_out:
+        print(json.dumps(episode_json(result, pool_cfg.names), indent=2))
+    elif not jsonl_out and result.answer:
+        sys.stdout.write(result.answer)
+    sys.stdout.flush()
+    if result.error and not quiet:
+        stderr.print(f"error: {result.error}", markup=False, highlight=False)
+    return EXIT_CODES[result.verdict]
+
+
+def read_problem(argument: str) -> str:
+    """The problem text; anything that is not non-empty UTF-8 text is a usage error (exit 2)."""
+    from trinity_cli.errors import UsageError
+
+    if argument == "-":
+        data = sys.stdin.buffer.read(MAX_PROBLEM_BYTES + 1)
+        where = "stdin"
+    else:
+        path = Path(argument)
+        if path.is_dir():
+            raise UsageError(f"problem {argument} is a directory, not a file")
+        if not path.exists():
+            raise UsageError(f"problem file not found: {argument}")
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_PROBLEM_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"cannot read problem {argument}: {exc.strerror}") from None
+        where = argument
+    if len(data) > MAX_PROBLEM_BYTES:
+        raise UsageError(f"problem {where} is larger than {MAX_PROBLEM_BYTES:,} bytes")
+    if b"\x00" in data:
+        raise UsageError(f"problem {where} is binary, not text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"problem {where} is not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise UsageError(f"problem {where} is empty")
+    return text

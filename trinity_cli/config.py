@@ -1,0 +1,198 @@
+"""The pool file: which agents exist, how to reach them, what they cost.
+
+Lookup order: `--pool`, then `$TRINITY_POOL`, then `./trinity.toml`, then
+`<user config dir>/pool.toml`, then the built-in offline default (two agents on the embedded
+model, greedy and T=0.8, so routing has a real choice even offline). Keys are strict: an unknown
+key is an error naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trinity_cli import paths
+from trinity_cli.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PROVIDERS = ("openai", "anthropic", "gemini", "local")
+MODES = ("chat", "completion")
+EMBEDDED = "embedded"
+BUILTIN_POOL = "built-in offline default"
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    price_in: float | None = None  # USD per million input tokens
+    price_out: float | None = None  # USD per million output tokens
+    temperature: float | None = None  # None: the provider's default
+    max_tokens: int = 512
+    mode: str | None = None  # local: "completion" (base models) or "chat"
+    stop: tuple[str, ...] = ()
+    n_ctx: int = 4096
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class CoordinatorSpec:
+    model: str = EMBEDDED  # a GGUF path, or "embedded"
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    token_position: int = -2
+
+
+@dataclass(frozen=True)
+class Pool:
+    agents: tuple[AgentSpec, ...]
+    coordinator: CoordinatorSpec = field(default_factory=CoordinatorSpec)
+    source: str = BUILTIN_POOL
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.agents)
+
+
+_AGENT_KEYS = {f.name for f in fields(AgentSpec)}
+_DEFAULT_KEYS = _AGENT_KEYS - {"name"}
+_COORDINATOR_KEYS = {f.name for f in fields(CoordinatorSpec)}
+
+
+def find_pool_file(flag: str | None) -> Path | None:
+    """The pool file to use, by the documented precedence; None means the built-in default."""
+    if flag:
+        return Path(flag).expanduser()
+    env = os.environ.get("TRINITY_POOL")
+    if env:
+        return Path(env).expanduser()
+    for candidate in (Path("trinity.toml"), paths.config_dir() / "pool.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_pool(flag: str | None = None) -> Pool:
+    path = find_pool_file(flag)
+    if path is None:
+        text = resources.files("trinity_cli").joinpath("default_pool.toml").read_text("utf-8")
+        return parse_pool(text, BUILTIN_POOL)
+    if not path.is_file():
+        raise ConfigError(f"pool file not found: {path}")
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read pool file {path}: {exc}") from None
+    return parse_pool(text, str(path))
+
+
+def parse_pool(text: str, source: str) -> Pool:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}") from None
+    _check_keys(data, {"agents", "defaults", "coordinator"}, source, "")
+    defaults = _table(data.get("defaults", {}), source, "defaults")
+    _check_keys(defaults, _DEFAULT_KEYS, source, "defaults.")
+    coordinator = _table(data.get("coordinator", {}), source, "coordinator")
+    _check_keys(coordinator, _COORDINATOR_KEYS, source, "coordinator.")
+    raw_agents = data.get("agents")
+    if not isinstance(raw_agents, list) or not raw_agents:
+        raise ConfigError(f"{source}: no agents: add at least one [[agents]] table")
+    agents = []
+    for i, raw in enumerate(raw_agents, start=1):
+        where = f"agents[{i}]"
+        raw = _table(raw, source, where)
+        _check_keys(raw, _AGENT_KEYS, source, f"{where}.")
+        agents.append(_agent(source, where, {**defaults, **raw}))
+    seen: set[str] = set()
+    for agent in agents:
+        if agent.name in seen:
+            raise ConfigError(f"{source}: duplicate agent name {agent.name!r}")
+        seen.add(agent.name)
+    return Pool(tuple(agents), _coordinator(source, coordinator), source)
+
+
+def _table(value: Any, source: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: {where} must be a table")
+    return value
+
+
+def _check_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(f"{source}: unknown key {prefix}{key} (allowed: {', '.join(sorted(allowed))})")
+
+
+def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
+    def bad(key: str, why: str) -> ConfigError:
+        return ConfigError(f"{source}: {where}.{key} {why}")
+
+    for key in ("name", "provider", "model"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise bad(key, "is required and must be a non-empty string")
+    name = raw["name"]
+    where = f"agents[{name}]"
+    if raw["provider"] not in PROVIDERS:
+        raise bad("provider", f"is {raw['provider']!r}; known providers: {', '.join(PROVIDERS)}")
+    for key in ("base_url", "api_key_env"):
+        if key in raw and not isinstance(raw[key], str):
+            raise bad(key, "must be a string")
+    for key in ("price_in", "price_out", "temperature", "timeout_s"):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise bad(key, "must be a number")
+            if value < 0 or (key == "timeout_s" and value == 0):
+                raise bad(key, f"must be {'positive' if key == 'timeout_s' else 'zero or more'}, not {value}")
+            raw[key] = float(value)
+    for key in ("max_tokens", "n_ctx"):
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 1):
+            raise bad(key, "must be a positive integer")
+    if "mode" in raw:
+        if raw["provider"] != "local":
+            raise bad("mode", "applies to provider \"local\" only")
+        if raw["mode"] not in MODES:
+            raise bad("mode", f"is {raw['mode']!r}; use \"chat\" or \"completion\"")
+    if "stop" in raw:
+        stop = raw["stop"]
+        if isinstance(stop, str):
+            stop = [stop]
+        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+            raise bad("stop", "must be a string or a list of non-empty strings")
+        raw["stop"] = tuple(stop)
+    if raw["provider"] == "local" and "mode" not in raw:
+        raw["mode"] = "completion" if raw["model"] == EMBEDDED else "chat"
+    return AgentSpec(**raw)
+
+
+def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
+    spec = CoordinatorSpec()
+    if "model" in raw:
+        if not isinstance(raw["model"], str) or not raw["model"]:
+            raise ConfigError(f"{source}: coordinator.model must be a GGUF path or \"embedded\"")
+        spec = replace(spec, model=raw["model"])
+    for key in ("n_ctx", "n_threads", "token_position"):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{source}: coordinator.{key} must be an integer")
+            if key != "token_position" and value < 1:
+                raise ConfigError(f"{source}: coordinator.{key} must be positive")
+            if key == "token_position" and value >= 0:
+                raise ConfigError(f"{source}: coordinator.token_position counts from the cue's end: use -1, -2, ...")
+            spec = replace(spec, **{key: value})
+    return spec

@@ -1,0 +1,1 @@
+"""The coordinator: a small GGUF model that reads the transcript and yields one hidden state."""

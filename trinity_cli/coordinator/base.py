@@ -1,0 +1,23 @@
+"""What the core needs from a coordinator: one hidden state per decision, with its cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from trinity_cli.core.transcript import Transcript
+
+
+@dataclass(frozen=True)
+class Encoding:
+    hidden: np.ndarray  # (d,)
+    seconds: float
+    tokens: int  # tokens evaluated for this decision (0 when memoized)
+
+
+class Coordinator(Protocol):
+    hidden_size: int
+
+    def encode(self, transcript: Transcript) -> Encoding: ...

@@ -1,0 +1,265 @@
+"""One episode of the method, as steps: `next_decision` → request → agent → `apply`.
+
+`run_episode` loops over the steps for one task (what `solve` does); training advances many
+episodes in lock step with the same functions. The rules of the method live here:
+
+- the episode ends when a Verifier accepts, or at `max_turns` (verdict `turn_limit`);
+- a Verifier chosen while no Worker answer exists ends it with verdict `no_answer`;
+- a Thinker's ``<next_role>`` tag overrides the head's role for the next turn
+  (`role_source` = "thinker");
+- a malformed verdict is a rejection;
+- the final answer is the latest Worker answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from trinity_cli.core.budget import Budget
+from trinity_cli.core.events import (
+    EpisodeFinished,
+    EventSink,
+    TextDelta,
+    TurnFinished,
+    TurnStarted,
+    ignore,
+)
+from trinity_cli.core.head import Policy, pick, role_at
+from trinity_cli.core.roles import (
+    COMPLETION_LEADS,
+    ROLE_ORDER,
+    SYSTEM_PROMPTS,
+    Role,
+    extract_code,
+    parse_next_role,
+    parse_verdict,
+)
+from trinity_cli.core.transcript import Problem, Transcript, Turn
+from trinity_cli.errors import BudgetExceeded, ProviderError
+from trinity_cli.providers.base import Prices, Provider, Reply, Request
+
+if TYPE_CHECKING:
+    from trinity_cli.coordinator.base import Coordinator
+
+DEFAULT_MAX_TURNS = 5
+
+# Episode verdicts; the CLI maps each to an exit code.
+ACCEPTED, TURN_LIMIT, NO_ANSWER = "accepted", "turn_limit", "no_answer"
+PROVIDER_ERROR, BUDGET, INTERRUPTED = "provider_error", "budget", "interrupted"
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A pool member as the loop sees it: a provider plus what the budget needs."""
+
+    name: str
+    provider: Provider
+    max_tokens: int
+    prices: Prices = Prices()
+
+    def worst_case_usd(self, request: Request) -> float:
+        return self.prices.usd(request.prompt_bytes(), self.max_tokens)
+
+
+@dataclass(frozen=True)
+class Decision:
+    turn: int
+    agent_index: int
+    agent: str
+    role: Role
+    role_source: str  # "head" | "thinker"
+    agent_probs: tuple[float, ...]
+    role_probs: tuple[float, ...]
+    coordinator_seconds: float
+    coordinator_tokens: int
+
+    @property
+    def probability(self) -> float:
+        """The policy's probability of this (agent, role) choice."""
+        role_p = 1.0 if self.role_source == "thinker" else self.role_probs[ROLE_ORDER.index(self.role)]
+        return self.agent_probs[self.agent_index] * role_p
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    decision: Decision
+    text: str
+    answer: str | None
+    verdict: str | None
+    tokens_in: int
+    tokens_out: int
+    usd: float
+    usd_estimated: bool
+    seconds: float
+
+
+@dataclass
+class EpisodeState:
+    transcript: Transcript
+    agent_names: tuple[str, ...]
+    max_turns: int = DEFAULT_MAX_TURNS
+    records: list[TurnRecord] = field(default_factory=list)
+    role_override: Role | None = None
+    verdict: str | None = None  # set when the episode ends
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.verdict is not None
+
+    @property
+    def next_turn(self) -> int:
+        return len(self.records) + 1
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    verdict: str
+    answer: str | None
+    turns: tuple[TurnRecord, ...]
+    usd: float
+    error: str | None = None
+
+
+def new_state(problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS) -> EpisodeState:
+    if max_turns < 1:
+        raise ValueError("max_turns must be at least 1")
+    return EpisodeState(Transcript(problem), tuple(agent_names), max_turns)
+
+
+def next_decision(
+    state: EpisodeState,
+    coordinator: Coordinator | None,
+    policy: Policy,
+    draws: tuple[float, float] | None = None,
+) -> Decision:
+    """Read the transcript, ask the policy, choose (greedy, or with the two uniform draws)."""
+    hidden, seconds, tokens = None, 0.0, 0
+    if policy.needs_hidden:
+        if coordinator is None:
+            raise ValueError("this policy needs a coordinator")
+        encoding = coordinator.encode(state.transcript)
+        hidden, seconds, tokens = encoding.hidden, encoding.seconds, encoding.tokens
+    choice = policy.choose(hidden, state.next_turn)
+    agent_index = pick(choice.agent_probs, None if draws is None else draws[0])
+    if state.role_override is not None:
+        role, source = state.role_override, "thinker"
+    else:
+        role, source = role_at(pick(choice.role_probs, None if draws is None else draws[1])), "head"
+    return Decision(
+        turn=state.next_turn,
+        agent_index=agent_index,
+        agent=state.agent_names[agent_index],
+        role=role,
+        role_source=source,
+        agent_probs=tuple(float(p) for p in choice.agent_probs),
+        role_probs=tuple(float(p) for p in choice.role_probs),
+        coordinator_seconds=seconds,
+        coordinator_tokens=tokens,
+    )
+
+
+def request_for(state: EpisodeState, decision: Decision) -> Request | None:
+    """The agent call a decision asks for; None when a Verifier has nothing to check."""
+    if decision.role is Role.VERIFIER and state.transcript.latest_answer is None:
+        return None
+    problem = state.transcript.problem
+    return Request(
+        role=decision.role,
+        system=SYSTEM_PROMPTS[decision.role],
+        user=state.transcript.agent_view(),
+        lead=COMPLETION_LEADS[decision.role],
+        answer_prefix=problem.code_prompt if decision.role is Role.WORKER else "",
+    )
+
+
+def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnRecord | None:
+    """Fold one agent reply into the state and apply the method's stopping rules."""
+    if reply is None:
+        state.verdict = NO_ANSWER
+        return None
+    answer = extract_code(reply.text) if decision.role is Role.WORKER else None
+    verdict = parse_verdict(reply.text) if decision.role is Role.VERIFIER else None
+    turn = Turn(decision.agent, decision.role, reply.text, answer, verdict)
+    state.transcript = state.transcript.with_turn(turn)
+    state.role_override = parse_next_role(reply.text) if decision.role is Role.THINKER else None
+    record = TurnRecord(
+        decision, reply.text, answer, verdict, reply.tokens_in, reply.tokens_out,
+        reply.usd, reply.usd_estimated, reply.seconds,
+    )
+    state.records.append(record)
+    if verdict == "accept":
+        state.verdict = ACCEPTED
+    elif len(state.records) >= state.max_turns:
+        state.verdict = TURN_LIMIT
+    return record
+
+
+def result_of(state: EpisodeState) -> EpisodeResult:
+    return EpisodeResult(
+        verdict=state.verdict or INTERRUPTED,
+        answer=state.transcript.latest_answer,
+        turns=tuple(state.records),
+        usd=sum(r.usd for r in state.records),
+        error=state.error,
+    )
+
+
+def run_episode(
+    problem: Problem,
+    agents: Sequence[Agent],
+    coordinator: Coordinator | None,
+    policy: Policy,
+    *,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    budget: Budget | None = None,
+    sample_seed: int | None = None,
+    on_event: EventSink = ignore,
+) -> EpisodeResult:
+    """Run one episode to its end. Ctrl-C ends it with verdict `interrupted`, turns kept."""
+    state = new_state(problem, [a.name for a in agents], max_turns)
+    budget = budget or Budget()
+    rng = None if sample_seed is None else np.random.default_rng(sample_seed)
+    try:
+        while not state.done:
+            draws = None if rng is None else (float(rng.random()), float(rng.random()))
+            decision = next_decision(state, coordinator, policy, draws)
+            request = request_for(state, decision)
+            if request is None:
+                apply(state, decision, None)
+                break
+            agent = agents[decision.agent_index]
+            try:
+                budget.reserve(agent.worst_case_usd(request))
+            except BudgetExceeded as exc:
+                state.verdict, state.error = BUDGET, exc.message
+                break
+            on_event(TurnStarted(decision))
+            turn = decision.turn
+            started = time.perf_counter()
+            try:
+                reply = agent.provider.complete(
+                    request, on_text=lambda text: on_event(TextDelta(turn, text))
+                )
+            except ProviderError as exc:
+                state.verdict, state.error = PROVIDER_ERROR, exc.message
+                break
+            if reply.seconds <= 0:
+                reply = _with_seconds(reply, time.perf_counter() - started)
+            budget.settle(reply.usd)
+            record = apply(state, decision, reply)
+            if record is not None:
+                on_event(TurnFinished(record))
+    except KeyboardInterrupt:
+        state.verdict = INTERRUPTED
+    result = result_of(state)
+    on_event(EpisodeFinished(result))
+    return result
+
+
+def _with_seconds(reply: Reply, seconds: float) -> Reply:
+    return Reply(reply.text, reply.tokens_in, reply.tokens_out, reply.usd, seconds, reply.usd_estimated)

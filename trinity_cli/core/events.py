@@ -1,0 +1,40 @@
+"""What the loop reports as it runs (minGPT-style callbacks): display, --jsonl and logs are sinks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Union
+
+if TYPE_CHECKING:
+    from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of an agent's reply, as it streams."""
+
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    record: TurnRecord
+
+
+@dataclass(frozen=True)
+class EpisodeFinished:
+    result: EpisodeResult
+
+
+Event = Union[TurnStarted, TextDelta, TurnFinished, EpisodeFinished]
+EventSink = Callable[[Event], None]
+
+
+def ignore(event: Event) -> None:
+    """The sink for runs nobody watches (training)."""

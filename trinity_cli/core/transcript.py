@@ -1,0 +1,85 @@
+"""The conversation so far, and the two ways it is shown: to the coordinator and to agents.
+
+Transcript format ``trinity-tf1`` (what the coordinator reads; every head records the id):
+
+    segment 0:  "Task:\\n{problem}\\n"                              (tokenized with BOS)
+    segment i:  "\\n[turn {i} | {agent} | {role}]\\n{text}\\n"        (one per turn, no BOS)
+    cue:        "\\n[next] Who acts next, and in which role?\\n"
+
+Each segment is tokenized on its own and the token ids are concatenated, so the ids of a
+transcript never change when a turn is appended: an incremental encode and a full re-encode
+see the same ids. The hidden state is read at a fixed position of the cue (default: its
+penultimate token, the paper's choice).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trinity_cli.core.roles import Role
+
+TRANSCRIPT_FORMAT = "trinity-tf1"
+DECISION_CUE = "\n[next] Who acts next, and in which role?\n"
+
+# Agents see at most this many previous turns, each clipped, so prompts stay bounded.
+AGENT_VIEW_TURNS = 6
+AGENT_VIEW_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A coding task: the statement, and the code an answer continues (signature + docstring)."""
+
+    text: str
+    code_prompt: str = ""
+
+    @classmethod
+    def from_markdown(cls, text: str) -> Problem:
+        """The code prompt of a Markdown problem is its last Python fenced block, if any."""
+        blocks = re.findall(r"```(?:python|py)[^\n]*\n(.*?)```", text, re.DOTALL)
+        return cls(text=text, code_prompt=blocks[-1] if blocks else "")
+
+
+@dataclass(frozen=True)
+class Turn:
+    agent: str
+    role: Role
+    text: str
+    answer: str | None = None  # Worker turns: the code extracted from the reply
+    verdict: str | None = None  # Verifier turns: accept | reject | malformed
+
+
+@dataclass(frozen=True)
+class Transcript:
+    problem: Problem
+    turns: tuple[Turn, ...] = field(default_factory=tuple)
+
+    def with_turn(self, turn: Turn) -> Transcript:
+        return Transcript(self.problem, self.turns + (turn,))
+
+    @property
+    def latest_answer(self) -> str | None:
+        for turn in reversed(self.turns):
+            if turn.answer is not None:
+                return turn.answer
+        return None
+
+    def coordinator_segments(self) -> list[str]:
+        """The ``trinity-tf1`` segments, problem first; the cue is not included."""
+        segments = [f"Task:\n{self.problem.text.strip()}\n"]
+        for i, turn in enumerate(self.turns, start=1):
+            segments.append(f"\n[turn {i} | {turn.agent} | {turn.role.value}]\n{turn.text.strip()}\n")
+        return segments
+
+    def agent_view(self) -> str:
+        """The task and the most recent turns, as an agent's user message."""
+        parts = [f"## Task\n\n{self.problem.text.strip()}"]
+        recent = self.turns[-AGENT_VIEW_TURNS:]
+        first = len(self.turns) - len(recent) + 1
+        for i, turn in enumerate(recent, start=first):
+            text = turn.text.strip()
+            if len(text) > AGENT_VIEW_CHARS:
+                text = text[: AGENT_VIEW_CHARS // 2] + "\n[...]\n" + text[-AGENT_VIEW_CHARS // 2 :]
+            parts.append(f"## Turn {i}: {turn.role.value} ({turn.agent})\n\n{text}")
+        return "\n\n".join(parts)

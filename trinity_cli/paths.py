@@ -1,0 +1,29 @@
+"""Where trinity keeps its files. `TRINITY_HOME` relocates all of them (the tests use it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def home() -> Path | None:
+    value = os.environ.get("TRINITY_HOME")
+    return Path(value).expanduser() if value else None
+
+
+def config_dir() -> Path:
+    root = home()
+    if root is not None:
+        return root / "config"
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("trinity"))
+
+
+def cache_dir() -> Path:
+    root = home()
+    if root is not None:
+        return root / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("trinity"))

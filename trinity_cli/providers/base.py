@@ -1,0 +1,89 @@
+"""The one interface every pool member implements, and its records.
+
+A provider turns a `Request` (a role's system prompt, the transcript as a user message, and
+the plain-text lead a completion-mode model continues) into a `Reply` with usage and cost.
+Providers import their SDKs lazily, so a missing key or package breaks only that provider.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+from urllib.parse import urlparse
+
+from trinity_cli.core.roles import Role
+
+TextCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    role: Role
+    system: str
+    user: str
+    lead: str = ""  # completion mode: the text the model continues after system + user
+    answer_prefix: str = ""  # completion-mode Worker: the signature its completion extends
+
+    def completion_prompt(self) -> str:
+        return f"{self.system}\n\n{self.user}\n\n{self.lead}{self.answer_prefix}"
+
+    def prompt_bytes(self) -> int:
+        """An offline upper bound on prompt tokens: every token is at least one UTF-8 byte."""
+        return len(self.completion_prompt().encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    tokens_in: int
+    tokens_out: int
+    usd: float
+    seconds: float
+    usd_estimated: bool = False  # usage was not reported by the server and was estimated
+
+
+class Provider(Protocol):
+    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply: ...
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens; None when the pool file gives none."""
+
+    price_in: float | None = None
+    price_out: float | None = None
+
+    def usd(self, tokens_in: int, tokens_out: int) -> float:
+        return ((self.price_in or 0.0) * tokens_in + (self.price_out or 0.0) * tokens_out) / 1e6
+
+    @property
+    def known(self) -> bool:
+        return self.price_in is not None and self.price_out is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count for servers that report no usage (about 4 bytes a token)."""
+    return max(1, len(text.encode("utf-8")) // 4) if text else 0
+
+
+def is_loopback(url: str | None) -> bool:
+    if not url:
+        return False
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.start

@@ -1,0 +1,40 @@
+"""Turn any SDK's exception into one ProviderError with a kind and a one-line message."""
+
+from __future__ import annotations
+
+from trinity_cli.config import AgentSpec
+from trinity_cli.errors import ProviderError
+
+
+def _status(exc: BaseException) -> int | None:
+    for attr in ("status_code", "code", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
+    """auth | rate_limit | bad_request | server | network, from the HTTP status or the type."""
+    if isinstance(exc, ProviderError):
+        return exc
+    status = _status(exc)
+    name = type(exc).__name__.lower()
+    if status in (401, 403):
+        kind = "auth"
+    elif status == 429:
+        kind = "rate_limit"
+    elif status is not None and 400 <= status < 500:
+        kind = "bad_request"
+    elif status is not None and status >= 500:
+        kind = "server"
+    elif "timeout" in name or "connect" in name or "connection" in name or isinstance(exc, OSError):
+        kind = "network"
+    else:
+        kind = "server"
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    where = f" at {spec.base_url}" if spec.base_url else ""
+    message = f"agent {spec.name!r} ({spec.provider}{where}): {kind.replace('_', ' ')} error: {detail}"
+    return ProviderError(message[:400], agent=spec.name, kind=kind)

@@ -1,0 +1,64 @@
+"""OpenAI and any OpenAI-compatible server (llama.cpp server, Ollama, vLLM) via the official SDK.
+
+When a caller watches the text (`on_text`), streams with `stream_options.include_usage`; a server that sends no usage chunk gets an
+estimate and the reply is flagged `usd_estimated`. A loopback `base_url` needs no key.
+"""
+
+from __future__ import annotations
+
+from trinity_cli.config import AgentSpec
+from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback, estimate_tokens
+from trinity_cli.providers.keys import api_key
+from trinity_cli.providers.errors import classify
+
+
+class OpenAIProvider:
+    def __init__(self, spec: AgentSpec) -> None:
+        import openai
+
+        self.spec = spec
+        self.prices = Prices(spec.price_in, spec.price_out)
+        key = api_key(spec, default_env="OPENAI_API_KEY")
+        self._client = openai.OpenAI(
+            api_key=key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=0
+        )
+
+    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+        watch = Stopwatch()
+        messages = [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ]
+        parts: list[str] = []
+        usage = None
+        common = dict(
+            model=self.spec.model, messages=messages, max_tokens=self.spec.max_tokens,
+            stop=list(self.spec.stop) or None,
+            **({"temperature": self.spec.temperature} if self.spec.temperature is not None else {}),
+        )
+        try:
+            if on_text is None:  # nobody watches: one plain request
+                response = self._client.chat.completions.create(**common)  # type: ignore[call-overload]
+                usage = response.usage
+                parts.append(response.choices[0].message.content or "" if response.choices else "")
+            else:
+                stream = self._client.chat.completions.create(
+                    **common, stream=True, stream_options={"include_usage": True}
+                )  # type: ignore[call-overload]
+                for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices or []:
+                        delta = choice.delta.content if choice.delta else None
+                        if delta:
+                            parts.append(delta)
+                            on_text(delta)
+        except Exception as exc:
+            raise classify(exc, self.spec) from None
+        text = "".join(parts)
+        if usage is not None and usage.prompt_tokens is not None:
+            tokens_in, tokens_out, estimated = usage.prompt_tokens, usage.completion_tokens or 0, False
+        else:
+            tokens_in = estimate_tokens(request.system + request.user)
+            tokens_out, estimated = estimate_tokens(text), True
+        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated)

@@ -1,0 +1,36 @@
+"""The pool file's `provider` string → the class that serves it (imported on first use)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Sequence
+
+from trinity_cli.config import AgentSpec
+from trinity_cli.core.episode import Agent
+from trinity_cli.providers.base import Prices, Provider, is_loopback
+
+PROVIDER_CLASSES = {
+    "openai": ("trinity_cli.providers.openai_compat", "OpenAIProvider"),
+    "anthropic": ("trinity_cli.providers.anthropic", "AnthropicProvider"),
+    "gemini": ("trinity_cli.providers.gemini", "GeminiProvider"),
+    "local": ("trinity_cli.providers.local_gguf", "LocalProvider"),
+}
+
+
+def build_provider(spec: AgentSpec) -> Provider:
+    module, name = PROVIDER_CLASSES[spec.provider]
+    provider: Provider = getattr(import_module(module), name)(spec)
+    return provider
+
+
+def build_agents(specs: Sequence[AgentSpec]) -> list[Agent]:
+    agents = []
+    for spec in specs:
+        prices = Prices(0.0, 0.0) if spec.provider == "local" else Prices(spec.price_in, spec.price_out)
+        agents.append(Agent(spec.name, build_provider(spec), spec.max_tokens, prices))
+    return agents
+
+
+def is_offline(spec: AgentSpec) -> bool:
+    """True when calling the agent needs no network: local models, loopback servers."""
+    return spec.provider == "local" or is_loopback(spec.base_url)

@@ -1,0 +1,92 @@
+"""Building a run's collaborators from configuration: coordinator, policy, agents.
+
+Shared by `solve`, `train` and `eval`, so each command only parses flags and reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from trinity_cli.config import EMBEDDED, Pool
+from trinity_cli.errors import ConfigError
+from trinity_cli.weights import Backbone, find_shipped, load_head, mismatches
+
+WEIGHTS_NONE = "none"
+
+
+@dataclass(frozen=True)
+class PolicyChoice:
+    policy: Any  # core.head.Policy
+    source: str  # the weights file, or a description of the fallback
+    meta: dict[str, Any] | None
+
+
+def coordinator_path(pool: Pool) -> Path:
+    from trinity_cli.coordinator.embedded import resolve_model
+
+    return resolve_model(pool.coordinator.model)
+
+
+def backbone_of(pool: Pool) -> Backbone:
+    from trinity_cli.coordinator.embedded import EMBEDDED_NAME, gguf_sha256
+    from trinity_cli.core.transcript import TRANSCRIPT_FORMAT
+
+    path = coordinator_path(pool)
+    name = EMBEDDED_NAME if pool.coordinator.model == EMBEDDED else path.name
+    return Backbone(name, gguf_sha256(path), pool.coordinator.token_position, TRANSCRIPT_FORMAT)
+
+
+def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
+    """`--weights PATH` must fit (else exit 3); no flag: a fitting shipped head, else fallback."""
+    from trinity_cli.core.head import PipelinePolicy
+
+    fallback = PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None)
+    if weights is not None and weights.lower() == WEIGHTS_NONE:
+        return fallback
+    backbone = backbone_of(pool)
+    if weights is None:
+        found = find_shipped(backbone, pool)
+        if found is None:
+            warn(
+                "no shipped head fits this coordinator and pool; using the fallback pipeline "
+                "(thinker → worker → verifier, agents in pool order). Train one with `trinity train`."
+            )
+            return fallback
+        path = found
+    else:
+        path = Path(weights).expanduser()
+    head, meta = load_head(path)
+    problems = mismatches(meta, backbone, pool)
+    if problems:
+        raise ConfigError(f"weights {path} do not fit this run: " + "; ".join(problems))
+    return PolicyChoice(head, str(path), meta)
+
+
+def build_coordinator(pool: Pool) -> Any:
+    from trinity_cli.coordinator.llama import LlamaCoordinator
+
+    spec = pool.coordinator
+    return LlamaCoordinator(
+        coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads, token_position=spec.token_position
+    )
+
+
+def check_offline(pool: Pool) -> None:
+    from trinity_cli.providers.registry import is_offline
+
+    remote = [a.name for a in pool.agents if not is_offline(a)]
+    if remote:
+        raise ConfigError(
+            f"--offline: agents {', '.join(remote)} need the network (use provider \"local\" or a loopback base_url)"
+        )
+
+
+def check_prices(pool: Pool) -> None:
+    """Under --budget-usd every paid agent needs known prices, or the budget means nothing."""
+    unpriced = [a.name for a in pool.agents if a.provider != "local" and (a.price_in is None or a.price_out is None)]
+    if unpriced:
+        raise ConfigError(
+            f"--budget-usd: agents {', '.join(unpriced)} have no price_in/price_out in the pool file"
+        )

@@ -1,0 +1,168 @@
+"""Heads on disk: `NAME.npz` (arrays) + `NAME.json` (metadata sidecar), and choosing one.
+
+The sidecar records what a head is only valid for: the backbone GGUF (name + sha256), hidden
+size, token position, transcript format, the agents in logit order (name, provider, model) and
+the role order, plus how it was trained. `solve` uses the shipped head that matches the run's
+coordinator and pool; when none does it warns once and falls back to the fixed pipeline
+(Thinker → Worker → Verifier, one round per agent in pool order), which `--weights none` asks
+for explicitly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trinity_cli.config import Pool
+from trinity_cli.core.roles import ROLE_ORDER
+from trinity_cli.errors import ConfigError
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """What a head must match on the coordinator side."""
+
+    name: str
+    sha256: str
+    token_position: int
+    transcript_format: str
+
+
+def shipped_dir() -> Path:
+    """`weights/` ships inside the wheel as trinity_cli/weights; a source tree has it on top."""
+    packaged = Path(str(resources.files("trinity_cli"))) / "weights"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "weights"
+
+
+def agents_signature(pool: Pool) -> list[dict[str, str]]:
+    return [{"name": a.name, "provider": a.provider, "model": a.model} for a in pool.agents]
+
+
+def metadata_for(backbone: Backbone, pool: Pool, hidden_size: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "backbone": {"name": backbone.name, "sha256": backbone.sha256},
+        "hidden_size": hidden_size,
+        "token_position": backbone.token_position,
+        "transcript_format": backbone.transcript_format,
+        "agents": agents_signature(pool),
+        "roles": [r.value for r in ROLE_ORDER],
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str]:
+    """Each difference as 'what: head has X, this run has Y' (empty when the head fits)."""
+    found = []
+    pairs = [
+        ("backbone sha256", meta.get("backbone", {}).get("sha256"), backbone.sha256),
+        ("token position", meta.get("token_position"), backbone.token_position),
+        ("transcript format", meta.get("transcript_format"), backbone.transcript_format),
+        ("roles", meta.get("roles"), [r.value for r in ROLE_ORDER]),
+        ("agents", meta.get("agents"), agents_signature(pool)),
+    ]
+    for what, head_value, run_value in pairs:
+        if head_value != run_value:
+            found.append(f"{what}: head has {_show(head_value)}, this run has {_show(run_value)}")
+    return found
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return "[" + ", ".join(f"{v.get('name')}={v.get('provider')}:{v.get('model')}" for v in value) + "]"
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def sidecar(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def read_metadata(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(sidecar(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"weights {path}: metadata sidecar {sidecar(path).name} is missing") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"weights {path}: metadata {sidecar(path).name} is unreadable: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        raise ConfigError(f"weights {path}: metadata format_version must be {FORMAT_VERSION}")
+    return meta
+
+
+def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
+    """(LinearHead, metadata); any unreadable or inconsistent file is a ConfigError."""
+    import numpy as np
+
+    from trinity_cli.core.head import N_ROLES, LinearHead
+
+    if not path.is_file():
+        raise ConfigError(f"weights file not found: {path}")
+    meta = read_metadata(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise ConfigError(f"weights {path} cannot be read (corrupt or truncated?): {exc}") from None
+    for key in ("weights", "mean", "std"):
+        if key not in arrays:
+            raise ConfigError(f"weights {path}: array {key!r} is missing")
+    weights, mean, std = arrays["weights"], arrays["mean"], arrays["std"]
+    basis = arrays.get("basis")
+    d = meta.get("hidden_size")
+    n_agents = len(meta.get("agents", []))
+    k = d if basis is None else basis.shape[0]
+    if (
+        weights.shape != (n_agents + N_ROLES, k)
+        or mean.shape != (d,)
+        or std.shape != (d,)
+        or (basis is not None and basis.shape != (k, d))
+        or not all(np.isfinite(a).all() for a in arrays.values())
+        or (std <= 0).any()
+    ):
+        raise ConfigError(
+            f"weights {path}: arrays do not fit the metadata (weights {weights.shape}, expected "
+            f"({n_agents}+{N_ROLES}, {k}) for {n_agents} agents and hidden size {d})"
+        )
+    return LinearHead(weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis), meta
+
+
+def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
+    """Write arrays and sidecar atomically (temp file + rename), sidecar last."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
+    if head.basis is not None:
+        arrays["basis"] = head.basis
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)
+    os.replace(tmp, path)
+    tmp_meta = sidecar(path).with_name(f".{sidecar(path).name}.{os.getpid()}.tmp")
+    tmp_meta.write_text(json.dumps(meta, indent=2) + "\n", "utf-8")
+    os.replace(tmp_meta, sidecar(path))
+
+
+def find_shipped(backbone: Backbone, pool: Pool) -> Path | None:
+    """The newest shipped head whose metadata fits this coordinator and pool."""
+    directory = shipped_dir()
+    if not directory.is_dir():
+        return None
+    fitting = []
+    for path in sorted(directory.glob("*.npz")):
+        try:
+            meta = read_metadata(path)
+        except ConfigError:
+            continue
+        if not mismatches(meta, backbone, pool):
+            fitting.append((str(meta.get("created", "")), path))
+    return max(fitting)[1] if fitting else None
