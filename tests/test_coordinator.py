@@ -35,7 +35,7 @@ def test_hidden_state_shape_and_determinism(coordinator):
 
 def test_incremental_encode_equals_full_reencode_past_the_sliding_window(coordinator):
     coordinator.reset()
-    steps = [long_transcript(n) for n in range(0, 9)]
+    steps = [long_transcript(n) for n in range(9)]
     incremental = [coordinator.encode(t) for t in steps]
     total = len(coordinator.transcript_tokens(steps[-1]))
     assert total > 1024  # well past Gemma-3's 512-token sliding window

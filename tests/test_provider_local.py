@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.core.roles import COMPLETION_LEADS, SYSTEM_PROMPTS, Role, extract_code, parse_verdict
+from trinity_cli.core.roles import (
+    COMPLETION_LEADS,
+    SYSTEM_PROMPTS,
+    Role,
+    extract_code,
+    parse_verdict,
+)
 from trinity_cli.providers.base import Request
 from trinity_cli.providers.local_gguf import LocalProvider
 

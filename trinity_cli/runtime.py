@@ -5,9 +5,10 @@ Shared by `solve`, `train` and `eval`, so each command only parses flags and rep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trinity_cli.config import EMBEDDED, Pool
 from trinity_cli.errors import ConfigError

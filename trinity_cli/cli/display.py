@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import IO, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import IO, Any
 
 from rich.console import Console
 from rich.live import Live

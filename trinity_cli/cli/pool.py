@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,7 @@ model file present. Exit 0 when every agent is usable, 3 otherwise (or on a bad 
 
 
 def pool(
-    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> int:
     from rich.table import Table

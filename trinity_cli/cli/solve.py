@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -30,10 +30,10 @@ EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, 
 
 def solve(
     problem: Annotated[str, typer.Argument(help="Problem file, or - to read stdin.")],
-    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
-    weights: Annotated[Optional[str], typer.Option("--weights", help="Head .npz, or 'none'.")] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="Head .npz, or 'none'.")] = None,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn limit.")] = 5,
-    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this.")] = None,
+    budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     jsonl_out: Annotated[bool, typer.Option("--jsonl", help="Print one JSON event per line as it happens.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,

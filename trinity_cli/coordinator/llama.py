@@ -51,8 +51,8 @@ def quiet_llama_logs() -> None:
     print as errors), so trinity installs its own; failures still surface as return codes.
     """
     global _LOG_CALLBACK
-    import llama_cpp.llama  # noqa: F401  (imports the module that installs its callback first)
     import llama_cpp as ll
+    import llama_cpp.llama
 
     if _LOG_CALLBACK is None:
         debug = bool(os.environ.get("TRINITY_DEBUG"))

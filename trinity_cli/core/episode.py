@@ -14,8 +14,9 @@ episodes in lock step with the same functions. The rules of the method live here
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class Agent:
     name: str
     provider: Provider
     max_tokens: int
-    prices: Prices = Prices()
+    prices: Prices = field(default_factory=Prices)
 
     def worst_case_usd(self, request: Request) -> float:
         return self.prices.usd(request.prompt_bytes(), self.max_tokens)
@@ -239,11 +240,10 @@ def run_episode(
                 state.verdict, state.error = BUDGET, exc.message
                 break
             on_event(TurnStarted(decision))
-            turn = decision.turn
             started = time.perf_counter()
             try:
                 reply = agent.provider.complete(
-                    request, on_text=lambda text: on_event(TextDelta(turn, text))
+                    request, on_text=lambda text, turn=decision.turn: on_event(TextDelta(turn, text))
                 )
             except ProviderError as exc:
                 state.verdict, state.error = PROVIDER_ERROR, exc.message

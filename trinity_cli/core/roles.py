@@ -50,7 +50,7 @@ COMPLETION_LEADS: dict[Role, str] = {
 }
 
 _VERDICT_TAG = re.compile(r"<verdict>\s*(accept|reject)\s*</verdict>", re.IGNORECASE)
-_VERDICT_LINE = re.compile(r"^\s*verdict\s*:\s*\**\s*(accept|reject)\b", re.IGNORECASE | re.M)
+_VERDICT_LINE = re.compile(r"^\s*verdict\s*:\s*\**\s*(accept|reject)\b", re.IGNORECASE | re.MULTILINE)
 _NEXT_ROLE = re.compile(r"<next_role>\s*(thinker|worker|verifier)\s*</next_role>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
@@ -85,7 +85,7 @@ def extract_code(text: str) -> str | None:
     if blocks:
         return blocks[-1] + "\n"
     stripped = text.strip()
-    if re.search(r"^(def|class|import|from)\s", stripped, re.M) is None:
+    if re.search(r"^(def|class|import|from)\s", stripped, re.MULTILINE) is None:
         return None
     try:
         ast.parse(stripped)

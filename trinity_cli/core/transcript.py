@@ -69,7 +69,8 @@ class Transcript:
         """The ``trinity-tf1`` segments, problem first; the cue is not included."""
         segments = [f"Task:\n{self.problem.text.strip()}\n"]
         for i, turn in enumerate(self.turns, start=1):
-            segments.append(f"\n[turn {i} | {turn.agent} | {turn.role.value}]\n{turn.text.strip()}\n")
+            tag = f"turn {i} | {turn.agent} | {turn.role.value}"
+            segments.append(f"\n[{tag}]\n{turn.text.strip()}\n[end of {tag}]\n")
         return segments
 
     def agent_view(self) -> str:

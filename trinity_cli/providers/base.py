@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 from urllib.parse import urlparse
 
 from trinity_cli.core.roles import Role

@@ -6,7 +6,14 @@ The key comes from `api_key_env`, else `GEMINI_API_KEY`, falling back to `GOOGLE
 from __future__ import annotations
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback, estimate_tokens
+from trinity_cli.providers.base import (
+    Prices,
+    Reply,
+    Request,
+    Stopwatch,
+    TextCallback,
+    estimate_tokens,
+)
 from trinity_cli.providers.errors import classify
 from trinity_cli.providers.keys import api_key
 

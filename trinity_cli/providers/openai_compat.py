@@ -7,9 +7,16 @@ estimate and the reply is flagged `usd_estimated`. A loopback `base_url` needs n
 from __future__ import annotations
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback, estimate_tokens
-from trinity_cli.providers.keys import api_key
+from trinity_cli.providers.base import (
+    Prices,
+    Reply,
+    Request,
+    Stopwatch,
+    TextCallback,
+    estimate_tokens,
+)
 from trinity_cli.providers.errors import classify
+from trinity_cli.providers.keys import api_key
 
 
 class OpenAIProvider:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import import_module
-from typing import Sequence
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent

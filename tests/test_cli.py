@@ -1,0 +1,215 @@
+"""`trinity` end to end, as a user runs it: the installed console script in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TRINITY = shutil.which("trinity") or "trinity"
+
+FAST_POOL = """
+[defaults]
+provider = "local"
+model = "embedded"
+mode = "completion"
+max_tokens = 12
+n_ctx = 2048
+
+[[agents]]
+name = "gemma-greedy"
+temperature = 0.0
+
+[[agents]]
+name = "gemma-t08"
+temperature = 0.8
+"""
+
+PROBLEM = EXAMPLES / "add.md"
+
+
+def trinity(*args: str, stdin: str | None = None, cwd: Path | None = None, timeout: int = 300):
+    return subprocess.run([TRINITY, *args], input=stdin, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture()
+def fast_pool(workdir: Path) -> Path:
+    path = workdir / "fast.toml"
+    path.write_text(FAST_POOL)
+    return path
+
+
+def assert_clean_failure(result, code: int, fragment: str):
+    assert result.returncode == code, result.stderr
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
+
+
+@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"]])
+def test_every_help_in_the_readme_works(args):
+    result = trinity(*args)
+    assert result.returncode == 0 and "Usage" in result.stdout
+
+
+def test_version():
+    from trinity_cli import __version__
+
+    assert trinity("--version").stdout.strip() == f"trinity {__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["pool"]])
+def test_help_and_pool_import_no_heavy_module(argv, workdir):
+    code = (
+        "import sys\nfrom trinity_cli.cli import app\n"
+        f"try:\n    app({argv!r})\nexcept SystemExit:\n    pass\n"
+        "heavy = ['llama_cpp', 'numpy', 'cmaes', 'openai', 'anthropic', 'google.genai']\n"
+        "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=workdir)
+    assert "LOADED=\n" in result.stdout, result.stdout + result.stderr
+
+
+def test_solve_a_problem_file_streams_turns_and_prints_only_the_answer(fast_pool):
+    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "2")
+    assert result.returncode in (0, 6), result.stderr
+    assert "turn  1" in result.stderr and "verdict" in result.stderr
+    assert "turn" not in result.stdout
+    if result.stdout:  # a Worker answered: the answer is the signature plus its completion
+        assert result.stdout.startswith("def add(a: int, b: int) -> int:")
+
+
+@pytest.mark.parametrize("how", ["redirect", "pipe"])
+def test_solve_reads_stdin(fast_pool, how):
+    if how == "redirect":
+        result = trinity("solve", "-", "--pool", str(fast_pool), "--max-turns", "1", "--json", stdin=PROBLEM.read_text())
+    else:
+        result = subprocess.run(
+            f"cat {PROBLEM} | {TRINITY} solve - --pool {fast_pool} --max-turns 1 --json",
+            shell=True, capture_output=True, text=True, timeout=300,
+        )
+    assert result.returncode in (0, 6), result.stderr
+    assert json.loads(result.stdout)["turns"][0]["turn"] == 1
+
+
+def test_json_carries_agent_and_role_for_every_turn(fast_pool):
+    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "3", "--json", "--quiet")
+    assert result.returncode in (0, 6), result.stderr
+    assert result.stderr == ""  # --quiet
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1
+    assert data["verdict"] in ("accepted", "turn_limit", "no_answer")
+    assert isinstance(data["usd"], float) and "answer" in data
+    assert data["turns"], data
+    for turn in data["turns"]:
+        assert turn["agent"] in ("gemma-greedy", "gemma-t08")
+        assert turn["role"] in ("thinker", "worker", "verifier")
+        assert turn["role_source"] in ("head", "thinker")
+        assert set(turn["agent_probs"]) == {"gemma-greedy", "gemma-t08"}
+        assert set(turn["role_probs"]) == {"thinker", "worker", "verifier"}
+        assert abs(sum(turn["role_probs"].values()) - 1) < 1e-4
+        for key in ("tokens_in", "tokens_out", "usd", "seconds", "coordinator_seconds", "coordinator_tokens"):
+            assert isinstance(turn[key], (int, float)), key
+        assert (turn["verdict"] is not None) == (turn["role"] == "verifier")
+    assert data["turns"][0]["coordinator_tokens"] > 0  # the shipped head reads the coordinator
+
+
+def test_jsonl_streams_events_and_ends_with_the_final_object(fast_pool):
+    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "2", "--jsonl", "--quiet")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[-1] == "final" and kinds.count("final") == 1
+    assert kinds[0] == "turn_start"
+    assert kinds.count("turn_start") == kinds.count("turn_end")
+    final = events[-1]
+    assert final["schema_version"] == 1 and len(final["turns"]) == kinds.count("turn_end")
+    assert result.returncode == {"accepted": 0}.get(final["verdict"], 6)
+
+
+def test_fallback_pipeline_with_weights_none(fast_pool):
+    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "none", "--max-turns", "2", "--json")
+    data = json.loads(result.stdout)
+    assert [t["role"] for t in data["turns"]] == ["thinker", "worker"]
+    assert all(t["coordinator_tokens"] == 0 for t in data["turns"])
+
+
+def test_default_offline_pool_end_to_end(workdir):
+    result = trinity("solve", str(PROBLEM), "--max-turns", "2")
+    assert result.returncode in (0, 6), result.stderr
+    assert "built-in offline default" in result.stderr
+    assert "default-offline.npz" in result.stderr
+
+
+def test_missing_empty_binary_and_directory_problems_exit_2(workdir):
+    (workdir / "empty.md").write_text("  \n\t\n")
+    (workdir / "binary.md").write_bytes(b"\x89PNG\x00\x01")
+    (workdir / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    assert_clean_failure(trinity("solve", "missing.md"), 2, "problem file not found: missing.md")
+    assert_clean_failure(trinity("solve", "empty.md"), 2, "is empty")
+    assert_clean_failure(trinity("solve", "binary.md"), 2, "is binary")
+    assert_clean_failure(trinity("solve", "latin1.md"), 2, "not UTF-8")
+    assert_clean_failure(trinity("solve", str(workdir)), 2, "is a directory")
+    assert_clean_failure(trinity("solve", "-", stdin=""), 2, "stdin is empty")
+
+
+def test_json_and_jsonl_are_exclusive(workdir):
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--json", "--jsonl"), 2, "exclusive")
+
+
+def test_bad_pool_toml_exits_3(workdir):
+    (workdir / "bad.toml").write_text("[[agents]\n")
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "bad.toml"), 3, "invalid TOML")
+    (workdir / "unknown.toml").write_text('[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"\nfoo=1\n')
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "unknown.toml"), 3, "unknown key agents[1].foo")
+
+
+def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
+    (workdir / "bad.npz").write_bytes(b"garbage")
+    (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3, "cannot be read")
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"), 3, "weights file not found")
+    shipped = Path(__import__("trinity_cli.weights", fromlist=["x"]).shipped_dir()) / "default-offline.npz"
+    (workdir / "one.toml").write_text('[[agents]]\nname="solo"\nprovider="local"\nmodel="embedded"\n')
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)), 3,
+                         "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [solo=local:embedded]")
+
+
+def test_offline_refuses_remote_agents_and_missing_keys_exit_3(workdir):
+    (workdir / "remote.toml").write_text('[[agents]]\nname="gpt"\nprovider="openai"\nmodel="gpt-4o-mini"\n')
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--offline"), 3, "--offline: agents gpt")
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--weights", "none"), 3, "set OPENAI_API_KEY")
+
+
+def test_unreachable_server_is_exit_4(workdir):
+    from conftest import free_port
+
+    (workdir / "dead.toml").write_text(
+        f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="http://127.0.0.1:{free_port()}/v1"\ntimeout_s=5\n'
+    )
+    result = trinity("solve", str(PROBLEM), "--pool", "dead.toml", "--weights", "none", "--json", "--quiet")
+    assert result.returncode == 4
+    assert json.loads(result.stdout)["verdict"] == "provider_error"
+    assert "Traceback" not in result.stderr
+
+
+def test_pool_lists_agents_and_usability(workdir):
+    result = trinity("pool", "--json")
+    assert result.returncode == 0
+    data = json.loads(result.stdout)
+    assert [a["name"] for a in data["agents"]] == ["gemma-greedy", "gemma-t08"]
+    assert all(a["usable"] for a in data["agents"])
+    (workdir / "mixed.toml").write_text(
+        '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\n'
+        '[[agents]]\nname="file"\nprovider="local"\nmodel="/no/such.gguf"\n'
+    )
+    result = trinity("pool", "--pool", "mixed.toml", "--json")
+    assert result.returncode == 3
+    details = {a["name"]: a for a in json.loads(result.stdout)["agents"]}
+    assert not details["gpt"]["usable"] and "OPENAI_API_KEY" in details["gpt"]["detail"]
+    assert not details["file"]["usable"] and "missing" in details["file"]["detail"]

@@ -1,0 +1,94 @@
+"""The pool file: strict keys, clear one-line errors, the lookup order."""
+
+from __future__ import annotations
+
+import pytest
+
+from trinity_cli.config import BUILTIN_POOL, load_pool, parse_pool
+from trinity_cli.errors import ConfigError
+
+GOOD = """
+[defaults]
+max_tokens = 256
+price_in = 1.0
+price_out = 2.0
+
+[[agents]]
+name = "gpt"
+provider = "openai"
+model = "gpt-4o-mini"
+api_key_env = "MY_KEY"
+
+[[agents]]
+name = "ollama"
+provider = "openai"
+model = "qwen2.5-coder"
+base_url = "http://127.0.0.1:11434/v1"
+price_in = 0
+price_out = 0
+stop = "###"
+
+[coordinator]
+model = "embedded"
+n_ctx = 4096
+"""
+
+
+def test_a_good_pool_with_defaults_merged():
+    pool = parse_pool(GOOD, "pool.toml")
+    gpt, ollama = pool.agents
+    assert pool.names == ("gpt", "ollama")
+    assert (gpt.max_tokens, gpt.price_in, gpt.price_out, gpt.api_key_env) == (256, 1.0, 2.0, "MY_KEY")
+    assert (ollama.price_in, ollama.stop, ollama.base_url) == (0.0, ("###",), "http://127.0.0.1:11434/v1")
+    assert pool.coordinator.n_ctx == 4096
+
+
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("[[agents]\nname=", "invalid TOML"),
+        ('[[agents]]\nname="a"\nprovider="cohere"\nmodel="m"', "known providers"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\ncolour="red"', "unknown key agents[1].colour"),
+        ('[[agents]]\nname="a"\nprovider="openai"', "agents[1].model is required"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\n[[agents]]\nname="a"\nprovider="openai"\nmodel="n"', "duplicate agent name 'a'"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nprice_in=-1', "price_in must be zero or more"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_tokens=0', "max_tokens must be a positive integer"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmode="chat"', "applies to provider \"local\" only"),
+        ('[defaults]\nbogus=1\n[[agents]]\nname="a"\nprovider="openai"\nmodel="m"', "unknown key defaults.bogus"),
+        ('[coordinator]\ntoken_position=2\n[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "token_position"),
+        ("title = 'x'", "unknown key title"),
+        ("", "no agents"),
+    ],
+)
+def test_bad_pools_fail_with_one_line_naming_file_and_key(text, fragment):
+    with pytest.raises(ConfigError) as caught:
+        parse_pool(text, "my-pool.toml")
+    assert fragment in caught.value.message
+    assert caught.value.message.startswith("my-pool.toml")
+    assert "\n" not in caught.value.message
+
+
+def test_lookup_order_flag_env_project_user_builtin(workdir, monkeypatch):
+    from trinity_cli import paths
+
+    def write(path, name):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'[[agents]]\nname="{name}"\nprovider="local"\nmodel="embedded"\n')
+
+    assert load_pool(None).source == BUILTIN_POOL
+    assert load_pool(None).names == ("gemma-greedy", "gemma-t08")
+    write(paths.config_dir() / "pool.toml", "user")
+    assert load_pool(None).names == ("user",)
+    write(workdir / "trinity.toml", "project")
+    assert load_pool(None).names == ("project",)
+    write(workdir / "env.toml", "env")
+    monkeypatch.setenv("TRINITY_POOL", str(workdir / "env.toml"))
+    assert load_pool(None).names == ("env",)
+    write(workdir / "flag.toml", "flag")
+    assert load_pool(str(workdir / "flag.toml")).names == ("flag",)
+    (paths.config_dir() / "pool.toml").unlink()
+
+
+def test_a_missing_pool_file_is_a_config_error(workdir):
+    with pytest.raises(ConfigError, match="pool file not found"):
+        load_pool(str(workdir / "nope.toml"))

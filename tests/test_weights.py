@@ -1,0 +1,85 @@
+"""Heads on disk: round trip, corrupt or mismatched files, and the shipped head."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from trinity_cli.config import load_pool, parse_pool
+from trinity_cli.core.head import LinearHead
+from trinity_cli.errors import ConfigError
+from trinity_cli.weights import (
+    Backbone,
+    find_shipped,
+    load_head,
+    metadata_for,
+    mismatches,
+    read_metadata,
+    save_head,
+    shipped_dir,
+)
+
+BACKBONE = Backbone("model.gguf", "ab" * 32, -2, "trinity-tf1")
+
+
+def small_head(n_agents=2, d=8) -> LinearHead:
+    rng = np.random.default_rng(0)
+    return LinearHead(rng.normal(size=(n_agents + 3, d)), rng.normal(size=d), np.abs(rng.normal(size=d)) + 0.1)
+
+
+def test_round_trip(tmp_path):
+    pool = load_pool(None)
+    head = small_head()
+    path = tmp_path / "h.npz"
+    save_head(path, head, metadata_for(BACKBONE, pool, 8, trained=False))
+    loaded, meta = load_head(path)
+    assert np.array_equal(loaded.weights, head.weights)
+    assert meta["agents"][0] == {"name": "gemma-greedy", "provider": "local", "model": "embedded"}
+    assert not mismatches(meta, BACKBONE, pool)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "no_sidecar", "bad_sidecar", "wrong_shape"])
+def test_damaged_weights_are_config_errors(tmp_path, damage):
+    pool = load_pool(None)
+    path = tmp_path / "h.npz"
+    save_head(path, small_head(), metadata_for(BACKBONE, pool, 8))
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:100])
+    elif damage == "garbage":
+        path.write_bytes(b"\x00" * 300)
+    elif damage == "no_sidecar":
+        path.with_suffix(".json").unlink()
+    elif damage == "bad_sidecar":
+        path.with_suffix(".json").write_text("{not json")
+    else:
+        meta = json.loads(path.with_suffix(".json").read_text())
+        meta["hidden_size"] = 16
+        path.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError) as caught:
+        load_head(path)
+    assert str(path) in caught.value.message and "\n" not in caught.value.message
+
+
+def test_mismatch_names_both_values():
+    other_pool = parse_pool('[[agents]]\nname="x"\nprovider="local"\nmodel="embedded"', "p.toml")
+    meta = metadata_for(BACKBONE, load_pool(None), 8)
+    found = mismatches(meta, Backbone("m", "cd" * 32, -1, "trinity-tf1"), other_pool)
+    text = "; ".join(found)
+    assert "backbone sha256: head has " + "ab" * 32 + ", this run has " + "cd" * 32 in text
+    assert "token position: head has -2, this run has -1" in text
+    assert "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [x=local:embedded]" in text
+
+
+def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
+    from trinity_cli.runtime import backbone_of
+
+    assert shipped_dir().is_dir()
+    pool = load_pool(None)
+    found = find_shipped(backbone_of(pool), pool)
+    assert found is not None
+    meta = read_metadata(found)
+    assert meta["trained"] is False  # says so until `trinity train` replaces it
+    head, _ = load_head(found)
+    assert head.weights.shape == (len(pool.agents) + 3, 640)

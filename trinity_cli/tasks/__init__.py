@@ -1,0 +1,1 @@
+"""Task sets (HumanEval's fields) and their fixed train/test split."""
