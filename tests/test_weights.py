@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,3 +84,10 @@ def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
     assert meta["trained"] is False  # says so until `trinity train` replaces it
     head, _ = load_head(found)
     assert head.weights.shape == (len(pool.agents) + 3, 640)
+
+
+def test_the_suite_runs_against_the_installed_package_not_the_tree():
+    import trinity_cli
+
+    tree = Path(__file__).resolve().parent.parent
+    assert tree not in Path(trinity_cli.__file__).resolve().parents
