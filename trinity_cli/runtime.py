@@ -91,3 +91,37 @@ def check_prices(pool: Pool) -> None:
         raise ConfigError(
             f"--budget-usd: agents {', '.join(unpriced)} have no price_in/price_out in the pool file"
         )
+
+
+@dataclass
+class Caches:
+    """The disk caches of train and eval (in memory only with --no-cache)."""
+
+    responses: Any
+    grader: Any
+    memo_path: Path | None
+
+    def report(self) -> str:
+        entries, size = self.responses.size()
+        return (f"response cache: {entries} replies, {size / 1e6:.1f} MB, hit rate "
+                f"{self.responses.stats.hit_rate:.0%}; grades run: {self.grader.runs}")
+
+
+def open_caches(no_cache: bool) -> Caches:
+    import tempfile
+
+    from trinity_cli import paths
+    from trinity_cli.providers.cache import ResponseStore
+    from trinity_cli.tasks.grading import Grader
+
+    if no_cache:
+        scratch = Path(tempfile.mkdtemp(prefix="trinity-nocache-"))
+        return Caches(ResponseStore(scratch / "responses.sqlite"), Grader(), None)
+    root = paths.cache_dir()
+    return Caches(ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"), root / "hidden.sqlite")
+
+
+def memo_coordinator(pool: Pool, caches: Caches) -> Any:
+    from trinity_cli.coordinator.memo import MemoCoordinator
+
+    return MemoCoordinator(build_coordinator(pool), backbone_of(pool).sha256, caches.memo_path)

@@ -175,6 +175,8 @@ def request_for(state: EpisodeState, decision: Decision) -> Request | None:
         user=state.transcript.agent_view(),
         lead=COMPLETION_LEADS[decision.role],
         answer_prefix=problem.code_prompt if decision.role is Role.WORKER else "",
+        task_id=problem.task_id,
+        candidate=state.transcript.latest_answer,
     )
 
 
@@ -218,7 +220,7 @@ def run_episode(
     *,
     max_turns: int = DEFAULT_MAX_TURNS,
     budget: Budget | None = None,
-    sample_seed: int | None = None,
+    sample_seed: int | Sequence[int] | None = None,
     on_event: EventSink = ignore,
 ) -> EpisodeResult:
     """Run one episode to its end. Ctrl-C ends it with verdict `interrupted`, turns kept."""

@@ -100,6 +100,23 @@ class RandomPolicy:
         return Choice(np.full(self.n_agents, 1.0 / self.n_agents), np.full(N_ROLES, 1.0 / N_ROLES))
 
 
+@dataclass(frozen=True)
+class PlanPolicy:
+    """A fixed (agent, role) per turn, repeating the last step: baselines and the oracle."""
+
+    n_agents: int
+    plan: tuple[tuple[int, Role], ...]
+    needs_hidden = False
+
+    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
+        agent, role = self.plan[min(turn, len(self.plan)) - 1]
+        agent_probs = np.zeros(self.n_agents)
+        agent_probs[agent] = 1.0
+        role_probs = np.zeros(N_ROLES)
+        role_probs[ROLE_ORDER.index(role)] = 1.0
+        return Choice(agent_probs, role_probs)
+
+
 def pick(probs: np.ndarray, u: float | None) -> int:
     """Greedy (u is None) or inverse-CDF sampling with a uniform draw u in [0, 1)."""
     if u is None:

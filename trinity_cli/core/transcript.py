@@ -33,6 +33,7 @@ class Problem:
 
     text: str
     code_prompt: str = ""
+    task_id: str = ""  # set for tasks of a task set (the simulated pool looks them up)
 
     @classmethod
     def from_markdown(cls, text: str) -> Problem:

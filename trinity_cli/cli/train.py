@@ -1,0 +1,88 @@
+"""`trinity train`: evolve a head for a pool on a task set's train split."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trinity_cli.cli.console import stderr
+
+HELP = """Evolve the routing head with sep-CMA-ES on the task set's train split.
+
+Writes OUT (.npz) with its .json metadata, OUT.csv (the training curve) and OUT.ckpt (a
+checkpoint after every generation; --resume continues from it). Every agent call goes through
+a disk cache, so a second run on the same tasks makes no provider calls. Exit codes as for
+solve: 2 bad tasks or flags, 3 configuration, 4 provider error, 5 stopped for budget."""
+
+
+def train(
+    out: Annotated[Path, typer.Option("--out", help="Where to write the head (.npz).")],
+    tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
+    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    generations: Annotated[int, typer.Option("--generations", min=1)] = 20,
+    popsize: Annotated[int, typer.Option("--popsize", min=2)] = 8,
+    sigma0: Annotated[float, typer.Option("--sigma0", min=1e-6)] = 0.03,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 3,
+    cost_weight: Annotated[float, typer.Option("--cost-weight", min=0.0, help="Fitness −= this × mean $ per task.")] = 0.0,
+    project: Annotated[Optional[int], typer.Option("--project", min=1, help="Head over the top K principal components.")] = None,
+    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", min=0.0)] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the disk caches.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> int:
+    from trinity_cli.cli.progress import GenerationDisplay
+    from trinity_cli.config import load_pool
+    from trinity_cli.errors import UsageError
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import backbone_of, check_prices, memo_coordinator, open_caches
+    from trinity_cli.tasks.taskset import load_tasks, select_split
+    from trinity_cli.train.es import TrainSettings
+    from trinity_cli.train.es import train as run_training
+    from trinity_cli.train.checkpoint import checkpoint_path
+    from trinity_cli.weights import metadata_for, save_head
+
+    if out.suffix != ".npz":
+        raise UsageError(f"--out must end in .npz, got {out}")
+    pool_cfg = load_pool(pool)
+    if budget_usd is not None:
+        check_prices(pool_cfg)
+    all_tasks = load_tasks(tasks)
+    train_tasks = select_split(all_tasks, "train")
+    if len(train_tasks) < 2:
+        raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least 2 are needed")
+    settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd)
+    caches = open_caches(no_cache)
+    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
+    coordinator = memo_coordinator(pool_cfg, caches)
+    backbone = backbone_of(pool_cfg)
+    display = GenerationDisplay(stderr, caches, coordinator, quiet)
+    with display:
+        result = run_training(
+            train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
+            resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256},
+            on_generation=display.update,
+        )
+    meta = metadata_for(
+        backbone, pool_cfg, coordinator.hidden_size, trained=True,
+        training={"tasks": tasks, "split": "train", "n_tasks": len(train_tasks), **settings.__dict__,
+                  "final_best_fitness": result.best_fitness, "spent_usd": result.spent_usd,
+                  "history": result.history, "stopped_for_budget": result.stopped_for_budget},
+    )
+    save_head(out, result.head, meta)
+    write_curve(out.with_suffix(".csv"), result.history)
+    if not quiet:
+        stderr.print(f"wrote {out} (+ .json, .csv); {caches.report()}; coordinator passes saved by the memo: "
+                     f"{coordinator.saved_fraction:.0%}", markup=False)
+    return 5 if result.stopped_for_budget else 0
+
+
+def write_curve(path: Path, history: list[dict[str, float]]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["generation", "best", "mean", "std", "spent_usd"])
+        writer.writeheader()
+        writer.writerows(history)

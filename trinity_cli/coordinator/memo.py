@@ -1,0 +1,61 @@
+"""A coordinator that remembers hidden states by (GGUF sha256, transcript format, token ids).
+
+The head is linear in the hidden state, and the candidates of a generation see many identical
+transcripts (every candidate's first decision on a task, for a start), so each distinct
+transcript is encoded once; the rest reuse the inner coordinator's KV prefix. Optionally
+persisted in SQLite so a second run encodes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trinity_cli.coordinator.base import Encoding
+from trinity_cli.core.transcript import Transcript
+
+
+class MemoCoordinator:
+    def __init__(self, inner, backbone_sha256: str, path: Path | None = None) -> None:
+        self.inner = inner
+        self.hidden_size = inner.hidden_size
+        self._prefix = f"{backbone_sha256}\0{inner.transcript_format}\0{inner.token_position}\0"
+        self.memory: dict[str, np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+        self._db = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path)
+            self._db.execute("CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, vec BLOB)")
+
+    @property
+    def saved_fraction(self) -> float:
+        """Fraction of decisions that needed no coordinator pass."""
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def encode(self, transcript: Transcript) -> Encoding:
+        started = time.perf_counter()
+        ids = self.inner.transcript_tokens(transcript)
+        key = hashlib.sha256((self._prefix + ",".join(map(str, ids))).encode()).hexdigest()
+        hidden = self.memory.get(key)
+        if hidden is None and self._db is not None:
+            row = self._db.execute("SELECT vec FROM states WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                hidden = np.frombuffer(row[0], dtype=np.float32).copy()
+                self.memory[key] = hidden
+        if hidden is not None:
+            self.hits += 1
+            return Encoding(hidden, time.perf_counter() - started, 0)
+        self.misses += 1
+        encoding = self.inner.encode_tokens(ids)
+        self.memory[key] = encoding.hidden
+        if self._db is not None:
+            with self._db:
+                self._db.execute("INSERT OR REPLACE INTO states VALUES (?, ?)", (key, encoding.hidden.tobytes()))
+        return encoding

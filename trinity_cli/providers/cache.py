@@ -1,0 +1,80 @@
+"""Record-replay: a provider that wraps a provider and answers repeated calls from disk.
+
+The key is (agent, provider, model, role, the exact messages, sampling parameters, sample
+index); the stored reply keeps its usage and cost, so fitness uses the recorded cost and a
+second run on the same tasks makes zero provider calls, costs $0 and reaches the same head.
+Storage is one SQLite file (atomic writes, safe across processes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from trinity_cli.config import AgentSpec
+from trinity_cli.providers.base import Provider, Reply, Request, TextCallback
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+class ResponseStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path)
+        self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT)")
+        self.stats = CacheStats()
+
+    def get(self, key: str) -> Reply | None:
+        row = self._db.execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
+        return None if row is None else Reply(**json.loads(row[0]))
+
+    def put(self, key: str, reply: Reply) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, json.dumps(asdict(reply))))
+
+    def size(self) -> tuple[int, int]:
+        """(entries, bytes on disk)."""
+        count = self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+        return int(count), self.path.stat().st_size if self.path.exists() else 0
+
+
+class CachingProvider:
+    def __init__(self, inner: Provider, spec: AgentSpec, store: ResponseStore) -> None:
+        self.inner = inner
+        self.spec = spec
+        self.store = store
+
+    def key(self, request: Request) -> str:
+        parts = [
+            self.spec.name, self.spec.provider, self.spec.model, request.role.value,
+            request.system, request.user, request.lead, request.answer_prefix, request.task_id,
+            request.candidate, self.spec.temperature, self.spec.max_tokens, list(self.spec.stop),
+            self.spec.mode, request.sample,
+        ]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+        key = self.key(request)
+        cached = self.store.get(key)
+        if cached is not None:
+            self.store.stats.hits += 1
+            if on_text:
+                on_text(cached.text)
+            return cached
+        self.store.stats.misses += 1
+        reply = self.inner.complete(request, on_text)
+        self.store.put(key, reply)
+        return reply

@@ -1,0 +1,71 @@
+"""Scoring by execution: a candidate passes when the task's `check(entry_point)` passes in a
+separate Python process with a timeout, never by `exec` in the CLI process.
+
+Results are cached by (task, answer hash): a noisy timeout cannot make two evaluations of the
+same answer disagree, and a second run grades nothing again. (The strict sandbox, with
+namespaces and resource limits, is a separate piece of work; this is already a subprocess in a
+temporary directory with a scrubbed environment and closed stdin.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from trinity_cli.tasks.taskset import Task
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def run_check(task: Task, answer: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    program = f"{answer}\n\n{task.test}\n\ncheck({task.entry_point})\n"
+    with tempfile.TemporaryDirectory(prefix="trinity-grade-") as tmp:
+        path = Path(tmp) / "candidate.py"
+        path.write_text(program, "utf-8")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0", "HOME": tmp}
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", str(path)], cwd=tmp, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+    return done.returncode == 0
+
+
+class Grader:
+    """Grades answers once each; remembers results in memory and, given a path, on disk."""
+
+    def __init__(self, path: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self.memory: dict[str, bool] = {}
+        self.runs = 0
+        self._db = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path)
+            self._db.execute("CREATE TABLE IF NOT EXISTS grades (key TEXT PRIMARY KEY, passed INTEGER)")
+
+    def passes(self, task: Task, answer: str | None) -> bool:
+        if not answer:
+            return False
+        key = hashlib.sha256(f"{task.task_id}\0{task.test}\0{answer}".encode()).hexdigest()
+        if key in self.memory:
+            return self.memory[key]
+        if self._db is not None:
+            row = self._db.execute("SELECT passed FROM grades WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                self.memory[key] = bool(row[0])
+                return self.memory[key]
+        passed = run_check(task, answer, self.timeout_s)
+        self.runs += 1
+        self.memory[key] = passed
+        if self._db is not None:
+            with self._db:
+                self._db.execute("INSERT OR REPLACE INTO grades VALUES (?, ?)", (key, int(passed)))
+        return passed

@@ -1,0 +1,110 @@
+"""`trinity eval`: the trained head against the baselines, on tasks it never saw.
+
+Rows: `trained` (greedy, or the mean of N sampled runs), `random` (agent and role uniform),
+`pipeline:<agent>` (that agent alone, Thinker → Worker → Verifier, at least 3 turns), `single:<agent>` (that
+agent answering once as Worker), and `oracle` (a task counts when any agent's Worker answer
+passes, alone or after any agent's Thinker turn). The best single is the best `single:` or
+`pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from trinity_cli.core.head import PipelinePolicy, PlanPolicy, RandomPolicy
+from trinity_cli.core.roles import Role
+from trinity_cli.tasks.grading import Grader
+from trinity_cli.tasks.taskset import Task
+from trinity_cli.train.fitness import play
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Row:
+    policy: str
+    passes: tuple[float, ...]  # per task (a mean when sampled several times)
+    usd_per_task: float
+    mean_turns: float
+
+    @property
+    def pass_at_1(self) -> float:
+        return float(np.mean(self.passes))
+
+    def ci95(self) -> tuple[float, float]:
+        """Wilson score interval for the pass rate."""
+        n, p, z = len(self.passes), self.pass_at_1, 1.96
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return max(0.0, centre - half), min(1.0, centre + half)
+
+    def as_json(self) -> dict[str, Any]:
+        lo, hi = self.ci95()
+        return {"policy": self.policy, "pass_at_1": round(self.pass_at_1, 4), "ci95": [round(lo, 4), round(hi, 4)],
+                "usd_per_task": self.usd_per_task, "mean_turns": round(self.mean_turns, 3)}
+
+
+def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, policy: Any,
+               grader: Grader, max_turns: int, samples: int = 0, seed: int = 0) -> Row:
+    passes, usd, turns = [], 0.0, 0
+    for index, task in enumerate(tasks):
+        draws = [None] if samples == 0 else [(seed, index, s) for s in range(samples)]
+        results = [play(task, agents, coordinator, policy, grader, max_turns=max_turns, sample_seed=d) for d in draws]
+        passes.append(float(np.mean([r.passed for r in results])))
+        usd += sum(r.usd for r in results) / len(results)
+        turns += sum(r.turns for r in results) / len(results)
+    return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks))
+
+
+def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader) -> Row:
+    n = len(agents)
+    plans = [((w, Role.WORKER),) for w in range(n)]
+    plans += [((t, Role.THINKER), (w, Role.WORKER)) for t in range(n) for w in range(n)]
+    passes, usd, turns = [], 0.0, 0
+    for task in tasks:
+        solved = False
+        for plan in plans:
+            outcome = play(task, agents, None, PlanPolicy(n, plan), grader, max_turns=len(plan))
+            usd += outcome.usd
+            turns += outcome.turns
+            if outcome.passed:
+                solved = True
+                break
+        passes.append(float(solved))
+    return Row("oracle", tuple(passes), usd / len(tasks), turns / len(tasks))
+
+
+def evaluate(
+    tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, head: Any, grader: Grader,
+    *, max_turns: int, samples: int = 0, seed: int = 0, on_row: Callable[[Row], None] = lambda row: None,
+) -> dict[str, Any]:
+    n = len(agents)
+    rows: list[Row] = []
+
+    def add(row: Row) -> None:
+        rows.append(row)
+        on_row(row)
+
+    add(run_policy("trained", tasks, agents, coordinator, head, grader, max_turns, samples, seed))
+    add(run_policy("random", tasks, agents, None, RandomPolicy(n), grader, max_turns, max(1, samples), seed))
+    for agent in agents:
+        add(run_policy(f"pipeline:{agent.name}", tasks, [agent], None, PipelinePolicy(1), grader, max(3, max_turns)))
+    for i, agent in enumerate(agents):
+        add(run_policy(f"single:{agent.name}", tasks, agents, None, PlanPolicy(n, ((i, Role.WORKER),)), grader, 1))
+    add(oracle_row(tasks, agents, grader))
+    best_single = max((r for r in rows if r.policy.startswith(("single:", "pipeline:"))), key=lambda r: r.pass_at_1)
+    trained = rows[0]
+    err_best = 1.0 - best_single.pass_at_1
+    reduction = (err_best - (1.0 - trained.pass_at_1)) / err_best if err_best > 0 else 0.0
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tasks": len(tasks),
+        "rel_err_reduction_vs_best_single": round(reduction, 4),
+        "best_single": best_single.policy,
+        "rows": [r.as_json() for r in rows],
+        "_rows": rows,
+    }

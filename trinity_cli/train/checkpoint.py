@@ -1,0 +1,46 @@
+"""Training checkpoints: written atomically (temp file + rename) after every `tell`.
+
+A pickled SepCMA drops its RNG; the loop reseeds it every generation from (seed, generation),
+so a resumed run asks the same candidates as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from trinity_cli.errors import ConfigError
+
+VERSION = 1
+
+
+def checkpoint_path(out: Path) -> Path:
+    return out.with_suffix(".ckpt")
+
+
+def save(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        pickle.dump({"version": VERSION, **state}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def load(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            state = pickle.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"--resume: no checkpoint at {path}") from None
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"--resume: checkpoint {path} is unreadable: {exc}") from None
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise ConfigError(f"--resume: checkpoint {path} has an unknown format")
+    if state.get("fingerprint") != fingerprint:
+        changed = [k for k in fingerprint if state.get("fingerprint", {}).get(k) != fingerprint[k]]
+        raise ConfigError(f"--resume: checkpoint {path} was made with other settings ({', '.join(changed)})")
+    return state
