@@ -52,7 +52,7 @@ def assert_clean_failure(result, code: int, fragment: str):
     assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
 
 
-@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"], ["train", "--help"], ["eval", "--help"]])
 def test_every_help_in_the_readme_works(args):
     result = trinity(*args)
     assert result.returncode == 0 and "Usage" in result.stdout
@@ -213,3 +213,41 @@ def test_pool_lists_agents_and_usability(workdir):
     details = {a["name"]: a for a in json.loads(result.stdout)["agents"]}
     assert not details["gpt"]["usable"] and "OPENAI_API_KEY" in details["gpt"]["detail"]
     assert not details["file"]["usable"] and "missing" in details["file"]["detail"]
+
+
+SIM_POOL = EXAMPLES / "sim-pool.toml"
+
+
+def test_train_then_eval_on_a_small_task_file(workdir):
+    from trinity_cli.tasks.taskset import load_humaneval
+
+    tasks = load_humaneval()[:14]
+    lines = [json.dumps({"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+                         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) for t in tasks]
+    (workdir / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1"]
+    result = trinity("train", *flags, "--out", "head.npz", "--generations", "2", "--popsize", "4",
+                     "--batch-size", "4", "--project", "4", "--sigma0", "0.3")
+    assert result.returncode == 0, result.stderr
+    assert "gen 2/2" in result.stderr and "coordinator passes saved by the memo" in result.stderr
+    meta = json.loads((workdir / "head.json").read_text())
+    assert meta["trained"] is True and len(meta["training"]["history"]) == 2
+    assert (workdir / "head.csv").read_text().splitlines()[0] == "generation,best,mean,std,spent_usd"
+    result = trinity("eval", *flags, "--weights", "head.npz", "--split", "all", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "overlap the head's training split" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["schema_version"] == 1 and report["split"] == "all" and report["tasks"] == 14
+    policies = [r["policy"] for r in report["rows"]]
+    assert policies[:2] == ["trained", "random"] and policies[-1] == "oracle"
+    assert {"pipeline:sim-strings", "single:sim-math"} <= set(policies)
+    for row in report["rows"]:
+        assert set(row) == {"policy", "pass_at_1", "ci95", "usd_per_task", "mean_turns"}
+        assert 0 <= row["ci95"][0] <= row["pass_at_1"] <= row["ci95"][1] <= 1
+    assert isinstance(report["rel_err_reduction_vs_best_single"], float)
+
+
+def test_train_with_a_malformed_task_file_exits_2(workdir):
+    (workdir / "bad.jsonl").write_text('{"task_id": "x"}\n')
+    assert_clean_failure(trinity("train", "--tasks", "bad.jsonl", "--pool", str(SIM_POOL), "--out", "h.npz"), 2,
+                         "bad.jsonl:1: field 'prompt' is missing")
