@@ -233,6 +233,9 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     meta = json.loads((workdir / "head.json").read_text())
     assert meta["trained"] is True and len(meta["training"]["history"]) == 2
     assert (workdir / "head.csv").read_text().splitlines()[0] == "generation,best,mean,std,spent_usd"
+    import importlib.util
+
+    assert (workdir / "head.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
     result = trinity("eval", *flags, "--weights", "head.npz", "--split", "all", "--json")
     assert result.returncode == 0, result.stderr
     assert "overlap the head's training split" in result.stderr

@@ -12,7 +12,8 @@ from trinity_cli.cli.console import stderr
 
 HELP = """Evolve the routing head with sep-CMA-ES on the task set's train split.
 
-Writes OUT (.npz) with its .json metadata, OUT.csv (the training curve) and OUT.ckpt (a
+Writes OUT (.npz) with its .json metadata, OUT.csv (the training curve; OUT.png too with the
+`plot` extra) and OUT.ckpt (a
 checkpoint after every generation; --resume continues from it). Every agent call goes through
 a disk cache, so a second run on the same tasks makes no provider calls. Exit codes as for
 solve: 2 bad tasks or flags, 3 configuration, 4 provider error, 5 stopped for budget."""
@@ -75,8 +76,9 @@ def train(
     )
     save_head(out, result.head, meta)
     write_curve(out.with_suffix(".csv"), result.history)
+    plotted = plot_curve(out.with_suffix(".png"), result.history)
     if not quiet:
-        stderr.print(f"wrote {out} (+ .json, .csv); {caches.report()}; coordinator passes saved by the memo: "
+        stderr.print(f"wrote {out} (+ .json, .csv{', .png' if plotted else ''}); {caches.report()}; coordinator passes saved by the memo: "
                      f"{coordinator.saved_fraction:.0%}", markup=False)
     return 5 if result.stopped_for_budget else 0
 
@@ -86,3 +88,25 @@ def write_curve(path: Path, history: list[dict[str, float]]) -> None:
         writer = csv.DictWriter(handle, fieldnames=["generation", "best", "mean", "std", "spent_usd"])
         writer.writeheader()
         writer.writerows(history)
+
+
+def plot_curve(path: Path, history: list[dict[str, float]]) -> bool:
+    """A PNG of best / mean fitness per generation, when the `plot` extra is installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    generations = [row["generation"] for row in history]
+    axes.plot(generations, [row["best"] for row in history], label="best")
+    axes.plot(generations, [row["mean"] for row in history], label="mean")
+    axes.set_xlabel("generation")
+    axes.set_ylabel("fitness")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
