@@ -52,7 +52,7 @@ def assert_clean_failure(result, code: int, fragment: str):
     assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
 
 
-@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"], ["train", "--help"], ["eval", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"], ["train", "--help"], ["eval", "--help"], ["bench", "--help"]])
 def test_every_help_in_the_readme_works(args):
     result = trinity(*args)
     assert result.returncode == 0 and "Usage" in result.stdout

@@ -27,3 +27,12 @@ def cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("trinity"))
+
+
+def shipped(name: str) -> Path:
+    """A top-level folder of the repository (weights/, examples/) that the wheel ships inside
+    the package; a source tree has it beside the package."""
+    from importlib import resources
+
+    packaged = Path(str(resources.files("trinity_cli"))) / name
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / name

@@ -15,10 +15,10 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trinity_cli import paths
 from trinity_cli.config import Pool
 from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.errors import ConfigError
@@ -37,9 +37,7 @@ class Backbone:
 
 
 def shipped_dir() -> Path:
-    """`weights/` ships inside the wheel as trinity_cli/weights; a source tree has it on top."""
-    packaged = Path(str(resources.files("trinity_cli"))) / "weights"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "weights"
+    return paths.shipped("weights")
 
 
 def agents_signature(pool: Pool) -> list[dict[str, str]]:

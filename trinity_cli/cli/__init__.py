@@ -15,6 +15,7 @@ import typer
 
 from trinity_cli import __version__
 from trinity_cli.cli import pool as pool_command
+from trinity_cli.cli import bench as bench_command
 from trinity_cli.cli import eval as eval_command
 from trinity_cli.cli import solve as solve_command
 from trinity_cli.cli import train as train_command
@@ -54,6 +55,7 @@ app.command("solve", help=solve_command.HELP)(solve_command.solve)
 app.command("pool", help=pool_command.HELP)(pool_command.pool)
 app.command("train", help=train_command.HELP)(train_command.train)
 app.command("eval", help=eval_command.HELP)(eval_command.eval_command)
+app.command("bench", help=bench_command.HELP)(bench_command.bench)
 
 
 def main() -> None:

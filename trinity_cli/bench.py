@@ -1,0 +1,204 @@
+"""`trinity bench`: what the coordinator costs, as ratios measured in one run on this machine.
+
+Keys (scripts depend on them):
+- prefix_reuse_speedup_4k: decision time for a ~4k-token transcript by full re-encode ÷ the
+  time when only the newest ~200-token turn is new (plus the curve at 256, 1k, 2k, 4k);
+- reencode_time_vs_raw: the coordinator's full re-encode ÷ llama.cpp's cheapest raw prompt
+  evaluation of the same tokens and threads (default context: flash attention and weight
+  repacking as llama.cpp chooses, logits for the last token only);
+- coordinator_share_2s_call: coordinator seconds after the agent's last token ÷ the turn's wall
+  time, for a 2 s streamed reply of ~300 tokens. The reply is encoded after it ends (no
+  overlap with streaming yet), so this is also the non-overlapped figure;
+- train_episodes_per_hour: a real `train` run on the example sim pool with cold caches;
+- peak_rss_mb: peak RSS of `trinity solve` on the default pool;
+- help_time_vs_bare_typer: `trinity --help` wall time ÷ a bare Typer app's `--help`.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from trinity_cli.core.roles import Role
+from trinity_cli.core.transcript import Problem, Transcript, Turn
+
+SIZES = (256, 1024, 2048, 4096)
+NEW_TURN_TOKENS = 200
+REPLY_TOKENS = 300
+REPLY_SECONDS = 2.0
+
+
+def _median(fn: Callable[[], float], repeats: int) -> float:
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def _transcript_of(coordinator: Any, tokens: int) -> Transcript:
+    """A transcript of about `tokens` tokens whose last turn is ~NEW_TURN_TOKENS long."""
+    sentence = "Check each index, keep a running total, and return early when the sum exceeds k. "
+    transcript = Transcript(Problem("Write `window_sum(xs, k)` for a list of integers.\n"))
+    i = 0
+    while len(coordinator.transcript_tokens(transcript)) < tokens - NEW_TURN_TOKENS:
+        transcript = transcript.with_turn(Turn(f"agent{i % 2}", (Role.THINKER, Role.WORKER)[i % 2], sentence * 8))
+        i += 1
+    return transcript.with_turn(Turn("agent9", Role.VERIFIER, sentence * 12))
+
+
+def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
+    curve = {}
+    for size in SIZES:
+        full_t = _transcript_of(coordinator, size)
+        prefix = Transcript(full_t.problem, full_t.turns[:-1])
+
+        def full() -> float:
+            coordinator.reset()
+            return coordinator.encode(full_t).seconds
+
+        def incremental() -> float:
+            coordinator.reset()
+            coordinator.encode(prefix)
+            return coordinator.encode(full_t).seconds
+
+        curve[str(size)] = _median(full, repeats) / _median(incremental, repeats)
+    return curve
+
+
+def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> float:
+    """llama.cpp's plain prompt evaluation: default context, logits for the last token."""
+    import llama_cpp
+
+    from trinity_cli.coordinator.llama import quiet_llama_logs
+
+    quiet_llama_logs()
+    llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=8192, n_batch=512, n_threads=threads,
+                          n_threads_batch=threads, verbose=False)
+
+    def once() -> float:
+        llm.reset()
+        started = time.perf_counter()
+        llm.eval(tokens)
+        return time.perf_counter() - started
+
+    once()
+    return _median(once, repeats)
+
+
+def streamed_call_share(coordinator: Any, repeats: int) -> float:
+    """Coordinator seconds after a ~300-token reply ends ÷ the turn's wall time (2 s + that)."""
+    before = _transcript_of(coordinator, 1024)
+    reply = " ".join(["value"] * REPLY_TOKENS)
+    after = before.with_turn(Turn("agent1", Role.WORKER, reply))
+
+    def once() -> float:
+        coordinator.reset()
+        coordinator.encode(before)
+        return coordinator.encode(after).seconds
+
+    seconds = _median(once, repeats)
+    return seconds / (REPLY_SECONDS + seconds)
+
+
+def trinity_command() -> list[str]:
+    return [sys.executable, "-m", "trinity_cli"]
+
+
+def timed_run(command: list[str], env: dict[str, str] | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - started
+
+
+def help_ratio(repeats: int) -> float:
+    bare = [sys.executable, "-c", "import typer\napp = typer.Typer()\n@app.command()\ndef main(x: int = 0):\n    pass\napp()", "--help"]
+    timed_run(bare)
+    timed_run(trinity_command() + ["--help"])
+    return _median(lambda: timed_run(trinity_command() + ["--help"]), repeats) / _median(lambda: timed_run(bare), repeats)
+
+
+def solve_peak_rss_mb(problem: Path) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    subprocess.run(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(before, peak) / 1024.0  # Linux reports KiB
+
+
+def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
+    """A real training run on the sim pool with cold caches (a fresh TRINITY_HOME)."""
+    from trinity_cli.config import load_pool
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import memo_coordinator, open_caches
+    from trinity_cli.tasks.taskset import load_humaneval, select_split
+    from trinity_cli.train.es import TrainSettings, train
+
+    saved_home = os.environ.get("TRINITY_HOME")
+    with tempfile.TemporaryDirectory(prefix="trinity-bench-") as home:
+        os.environ["TRINITY_HOME"] = home
+        try:
+            started = time.perf_counter()
+            pool = load_pool(str(sim_pool))
+            tasks = load_humaneval()
+            caches = open_caches(no_cache=False)
+            agents = build_agents(pool.agents, tasks, caches.responses)
+            coordinator = memo_coordinator(pool, caches)
+            settings = TrainSettings(generations=generations, popsize=8, batch_size=16, max_turns=3)
+            result = train(select_split(tasks, "train"), agents, coordinator, caches.grader, settings,
+                           Path(home) / "bench.ckpt")
+            seconds = time.perf_counter() - started
+        finally:
+            if saved_home is None:
+                os.environ.pop("TRINITY_HOME", None)
+            else:
+                os.environ["TRINITY_HOME"] = saved_home
+    episodes = len(result.history) * settings.popsize * settings.batch_size
+    return {
+        "episodes": episodes,
+        "seconds": round(seconds, 2),
+        "episodes_per_hour": round(episodes / seconds * 3600, 1),
+        "coordinator_passes_per_episode": round(coordinator.misses / episodes, 3),
+        "memo_hit_rate": round(coordinator.saved_fraction, 3),
+        "response_cache_hit_rate": round(caches.responses.stats.hit_rate, 3),
+    }
+
+
+def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> dict[str, Any]:
+    from trinity_cli.config import load_pool
+    from trinity_cli.runtime import build_coordinator, coordinator_path
+
+    pool = load_pool(None)
+    coordinator = build_coordinator(pool)
+    curve = prefix_reuse(coordinator, repeats)
+    four_k = _transcript_of(coordinator, 4096)
+    ids = coordinator.transcript_tokens(four_k) + coordinator.cue_tokens
+
+    def full() -> float:
+        coordinator.reset()
+        return coordinator.encode(four_k).seconds
+
+    reencode = _median(full, repeats)
+    raw = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
+    share = streamed_call_share(coordinator, repeats)
+    coordinator.close()
+    training = train_throughput(sim_pool, generations)
+    return {
+        "prefix_reuse_speedup_4k": round(curve["4096"], 2),
+        "prefix_reuse_curve": {k: round(v, 2) for k, v in curve.items()},
+        "reencode_time_vs_raw": round(reencode / raw, 3),
+        "reencode_seconds_4k": round(reencode, 3),
+        "raw_eval_seconds_4k": round(raw, 3),
+        "coordinator_share_2s_call": round(share, 3),
+        "coordinator_share_2s_call_non_overlapped": round(share, 3),
+        "reply": {"tokens": REPLY_TOKENS, "seconds": REPLY_SECONDS, "overlapped_with_streaming": False},
+        "train_episodes_per_hour": training["episodes_per_hour"],
+        "train": training,
+        "peak_rss_mb": round(solve_peak_rss_mb(problem), 1),
+        "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
+        "threads": coordinator.n_threads,
+        "tokens_4k": len(ids),
+    }

@@ -1,0 +1,43 @@
+"""`trinity bench`: the coordinator's costs as ratios measured in one run (see trinity_cli/bench.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trinity_cli.cli.console import stderr
+
+HELP = """Measure, on the embedded Gemma GGUF and this machine, what the coordinator costs: prefix
+reuse speed-up, re-encode time against raw llama.cpp evaluation, its share of a streamed call,
+training episodes per hour on the sim pool, peak RSS of solve, --help start-up. Ratios, not
+pass/fail timings; --json prints one object."""
+
+
+def bench(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs per timing (the median counts).")] = 3,
+    generations: Annotated[int, typer.Option("--generations", min=1, help="Generations of the training run.")] = 2,
+    problem: Annotated[Optional[Path], typer.Option("--problem", help="Problem for the RSS run.")] = None,
+    sim_pool: Annotated[Optional[Path], typer.Option("--sim-pool", help="Pool for the training run.")] = None,
+) -> int:
+    from rich.table import Table
+
+    from trinity_cli.bench import run_all
+
+    from trinity_cli.paths import shipped
+
+    examples = shipped("examples")
+    result = run_all(problem or examples / "fizzbuzz.md", sim_pool or examples / "sim-pool.toml", repeats, generations)
+    if json_out:
+        print(json.dumps(result, indent=2))
+        return 0
+    table = Table(title="trinity bench (ratios from one run)", title_justify="left")
+    table.add_column("key")
+    table.add_column("value")
+    for key, value in result.items():
+        table.add_row(key, json.dumps(value))
+    stderr.print(table)
+    return 0
