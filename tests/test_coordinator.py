@@ -94,3 +94,15 @@ def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path):
     bad.write_bytes(b"not a model at all")
     with pytest.raises(ConfigError, match="could not be loaded"):
         LlamaCoordinator(bad)
+
+
+@pytest.mark.parametrize("gap", [1, 6, 30])
+def test_small_steps_are_exact_too(coordinator, gap):
+    ids = coordinator.transcript_tokens(long_transcript(5))
+    coordinator.reset()
+    full = coordinator.encode_tokens(ids)
+    coordinator.reset()
+    coordinator.encode_tokens(ids[:-gap])
+    step = coordinator.encode_tokens(ids)
+    assert step.tokens <= max(gap, 8) + len(coordinator.cue_tokens)
+    assert np.array_equal(step.hidden, full.hidden)

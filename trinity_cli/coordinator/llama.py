@@ -15,7 +15,8 @@ How a decision is encoded (transcript format in `core.transcript`):
   batch, so that batch is kept to the cue alone.
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
   (`use_extra_bufts = False`) and no flash attention. With either on, the same token's state
-  differs by ~5% (relative) depending on how the tokens were split into batches.
+  differs by ~5% (relative) depending on how the tokens were split into batches. Batches of
+  5 to 7 new tokens also take an inexact path; they are widened to 8.
 - The vector is llama.cpp's `t_embd`: the last layer's output **after** the final RMS norm,
   at `token_position` of the cue (default -2, the penultimate token: the paper's choice).
 
@@ -68,6 +69,11 @@ def quiet_llama_logs() -> None:
 
 def default_threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
+
+
+# llama.cpp's CPU matmul gives different results (~2% relative, measured) for a batch of 5, 6
+# or 7 new tokens after the cached prefix; such a step re-evaluates a few cached tokens instead.
+_INEXACT_BATCH_SIZES = (5, 6, 7)
 
 
 class LlamaCoordinator:
@@ -179,6 +185,8 @@ class LlamaCoordinator:
         while common < limit and self._cached[common] == wanted[common]:
             common += 1
         start = min(common, target)  # the target token itself must be evaluated to be read
+        if len(ids) - start in _INEXACT_BATCH_SIZES:
+            start = max(0, len(ids) - 8)  # re-evaluate a few cached tokens: a batch of 8 is exact
         if start < len(self._cached):
             if not self._ll.llama_memory_seq_rm(self._memory, 0, start, -1):
                 self.reset()
