@@ -23,8 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem, Transcript, Turn

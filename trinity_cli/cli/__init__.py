@@ -14,9 +14,9 @@ import click
 import typer
 
 from trinity_cli import __version__
-from trinity_cli.cli import pool as pool_command
 from trinity_cli.cli import bench as bench_command
 from trinity_cli.cli import eval as eval_command
+from trinity_cli.cli import pool as pool_command
 from trinity_cli.cli import solve as solve_command
 from trinity_cli.cli import train as train_command
 from trinity_cli.cli.console import stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,13 +20,12 @@ def bench(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs per timing (the median counts).")] = 3,
     generations: Annotated[int, typer.Option("--generations", min=1, help="Generations of the training run.")] = 2,
-    problem: Annotated[Optional[Path], typer.Option("--problem", help="Problem for the RSS run.")] = None,
-    sim_pool: Annotated[Optional[Path], typer.Option("--sim-pool", help="Pool for the training run.")] = None,
+    problem: Annotated[Path | None, typer.Option("--problem", help="Problem for the RSS run.")] = None,
+    sim_pool: Annotated[Path | None, typer.Option("--sim-pool", help="Pool for the training run.")] = None,
 ) -> int:
     from rich.table import Table
 
     from trinity_cli.bench import run_all
-
     from trinity_cli.paths import shipped
 
     examples = shipped("examples")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,7 +18,7 @@ def eval_command(
     weights: Annotated[str, typer.Option("--weights", help="The head (.npz) to evaluate.")],
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
     split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
-    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 3,
     sample: Annotated[int, typer.Option("--sample", min=0, help="Report the mean of N sampled runs instead of greedy.")] = 0,
     seed: Annotated[int, typer.Option("--seed")] = 0,

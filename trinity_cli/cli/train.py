@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,7 +22,7 @@ solve: 2 bad tasks or flags, 3 configuration, 4 provider error, 5 stopped for bu
 def train(
     out: Annotated[Path, typer.Option("--out", help="Where to write the head (.npz).")],
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
-    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool TOML file.")] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     generations: Annotated[int, typer.Option("--generations", min=1)] = 20,
     popsize: Annotated[int, typer.Option("--popsize", min=2)] = 8,
     sigma0: Annotated[float, typer.Option("--sigma0", min=1e-6)] = 0.03,
@@ -30,8 +30,8 @@ def train(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 3,
     cost_weight: Annotated[float, typer.Option("--cost-weight", min=0.0, help="Fitness −= this × mean $ per task.")] = 0.0,
-    project: Annotated[Optional[int], typer.Option("--project", min=1, help="Head over the top K principal components.")] = None,
-    budget_usd: Annotated[Optional[float], typer.Option("--budget-usd", min=0.0)] = None,
+    project: Annotated[int | None, typer.Option("--project", min=1, help="Head over the top K principal components.")] = None,
+    budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0)] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the disk caches.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
@@ -42,9 +42,9 @@ def train(
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import backbone_of, check_prices, memo_coordinator, open_caches
     from trinity_cli.tasks.taskset import load_tasks, select_split
+    from trinity_cli.train.checkpoint import checkpoint_path
     from trinity_cli.train.es import TrainSettings
     from trinity_cli.train.es import train as run_training
-    from trinity_cli.train.checkpoint import checkpoint_path
     from trinity_cli.weights import metadata_for, save_head
 
     if out.suffix != ".npz":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Mapping
+from collections.abc import Mapping
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.roles import Role
@@ -78,13 +78,13 @@ class _Mutate(ast.NodeTransformer):
     def __init__(self) -> None:
         self.done = False
 
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:  # noqa: N802
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
         if not self.done and type(node.ops[0]) in self.FLIPS:
             node.ops[0] = self.FLIPS[type(node.ops[0])]()
             self.done = True
         return self.generic_visit(node)
 
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:  # noqa: N802
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         if not self.done and type(node.op) in self.ARITH:
             node.op = self.ARITH[type(node.op)]()
             self.done = True

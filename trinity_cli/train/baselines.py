@@ -10,8 +10,9 @@ passes, alone or after any agent's Thinker turn). The best single is the best `s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

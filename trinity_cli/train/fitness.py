@@ -7,8 +7,9 @@ the task's tests, whatever the verdict; `no_answer` scores 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import BUDGET, Agent, run_episode
