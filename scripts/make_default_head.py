@@ -66,15 +66,13 @@ def main() -> None:
 def rollout(task, agents) -> list:
     """The transcripts a real fallback-pipeline episode with the pool's agents saw."""
     from trinity_cli.core.head import PipelinePolicy
-    from trinity_cli.core.transcript import Transcript, Turn
+    from trinity_cli.core.transcript import Transcript
 
     result = run_episode(task.problem, agents, None, PipelinePolicy(len(agents)), max_turns=TURNS)
     transcript = Transcript(task.problem)
     seen = [transcript]
     for record in result.turns[:-1]:
-        transcript = transcript.with_turn(
-            Turn(record.decision.agent, record.decision.role, record.text, record.answer, record.verdict)
-        )
+        transcript = transcript.with_turn(record.as_turn())
         seen.append(transcript)
     return seen
 

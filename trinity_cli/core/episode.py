@@ -97,6 +97,10 @@ class TurnRecord:
     usd_estimated: bool
     seconds: float
 
+    def as_turn(self) -> Turn:
+        """The turn as the transcript keeps it."""
+        return Turn(self.decision.agent, self.decision.role, self.text, self.answer, self.verdict)
+
 
 @dataclass
 class EpisodeState:
@@ -187,13 +191,12 @@ def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnR
         return None
     answer = extract_code(reply.text) if decision.role is Role.WORKER else None
     verdict = parse_verdict(reply.text) if decision.role is Role.VERIFIER else None
-    turn = Turn(decision.agent, decision.role, reply.text, answer, verdict)
-    state.transcript = state.transcript.with_turn(turn)
-    state.role_override = parse_next_role(reply.text) if decision.role is Role.THINKER else None
     record = TurnRecord(
         decision, reply.text, answer, verdict, reply.tokens_in, reply.tokens_out,
         reply.usd, reply.usd_estimated, reply.seconds,
     )
+    state.transcript = state.transcript.with_turn(record.as_turn())
+    state.role_override = parse_next_role(reply.text) if decision.role is Role.THINKER else None
     state.records.append(record)
     if verdict == "accept":
         state.verdict = ACCEPTED
