@@ -1,22 +1,17 @@
-"""Scoring by execution: a candidate passes when the task's `check(entry_point)` passes in a
-separate Python process with a timeout, never by `exec` in the CLI process.
+"""Scoring by execution: a candidate passes when the task's `check(entry_point)` passes in the
+sandbox (`tasks/sandbox.py`), never by `exec` in the CLI process.
 
 Results are cached by (task, answer hash): a noisy timeout cannot make two evaluations of the
-same answer disagree, and a second run grades nothing again. (The strict sandbox, with
-namespaces and resource limits, is a separate piece of work; this is already a subprocess in a
-temporary directory with a scrubbed environment and closed stdin.)
+same answer disagree, and a second run grades nothing again.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+from trinity_cli.tasks.sandbox import Limits, run_python
 from trinity_cli.tasks.taskset import Task
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -24,18 +19,7 @@ DEFAULT_TIMEOUT_S = 10.0
 
 def run_check(task: Task, answer: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
     program = f"{answer}\n\n{task.test}\n\ncheck({task.entry_point})\n"
-    with tempfile.TemporaryDirectory(prefix="trinity-grade-") as tmp:
-        path = Path(tmp) / "candidate.py"
-        path.write_text(program, "utf-8")
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0", "HOME": tmp}
-        try:
-            done = subprocess.run(
-                [sys.executable, "-I", str(path)], cwd=tmp, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s,
-            )
-        except subprocess.TimeoutExpired:
-            return False
-    return done.returncode == 0
+    return run_python(program, Limits(wall_s=timeout_s)).passed
 
 
 class Grader:
