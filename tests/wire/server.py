@@ -69,3 +69,16 @@ def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
         head = f"event: {name}\n" if name else ""
         out.append(f"{head}data: {json.dumps(data)}\n\n".encode())
     return out
+
+
+def openai_stream(text: str, tokens_in: int = 20) -> Scripted:
+    """An OpenAI chat-completions stream of `text` in two chunks, with a usage chunk."""
+    half = len(text) // 2
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    events = [
+        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}, "finish_reason": None}]})
+        for piece in (text[:half], text[half:])
+    ]
+    events.append((None, {**base, "choices": [], "usage": {"prompt_tokens": tokens_in, "completion_tokens": max(1, len(text) // 4),
+                                                           "total_tokens": tokens_in + max(1, len(text) // 4)}}))
+    return Scripted(200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream")

@@ -15,6 +15,7 @@ import typer
 
 from trinity_cli import __version__
 from trinity_cli.cli import bench as bench_command
+from trinity_cli.cli import doctor as doctor_command
 from trinity_cli.cli import eval as eval_command
 from trinity_cli.cli import pool as pool_command
 from trinity_cli.cli import solve as solve_command
@@ -56,6 +57,7 @@ app.command("pool", help=pool_command.HELP)(pool_command.pool)
 app.command("train", help=train_command.HELP)(train_command.train)
 app.command("eval", help=eval_command.HELP)(eval_command.eval_command)
 app.command("bench", help=bench_command.HELP)(bench_command.bench)
+app.command("doctor", help=doctor_command.HELP)(doctor_command.doctor)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
-from trinity_cli.core.events import EpisodeFinished, Event, TextDelta, TurnFinished, TurnStarted
+from trinity_cli.core.events import CheckFinished, EpisodeFinished, Event, TextDelta, TurnFinished, TurnStarted
 from trinity_cli.core.roles import ROLE_ORDER
 
 SCHEMA_VERSION = 1
@@ -56,10 +56,19 @@ def turn_json(record: TurnRecord, agent_names: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def episode_json(result: EpisodeResult, agent_names: Sequence[str]) -> dict[str, Any]:
+def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any = None) -> dict[str, Any]:
+    """`verdict` is the episode's; `verifier_verdict` the last Verifier's own; `tests` the final
+    answer's execution check (null without one; `passed` null when the answer was never run)."""
+    tests = None
+    if suite is not None:
+        check = result.check
+        tests = {"source": suite.source, "count": suite.count, "passed": None if check is None else check.passed,
+                 "summary": None if check is None else check.summary}
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": result.verdict,
+        "verifier_verdict": result.verifier_verdict,
+        "tests": tests,
         "answer": result.answer,
         "usd": result.usd,
         "error": result.error,
@@ -70,17 +79,21 @@ def episode_json(result: EpisodeResult, agent_names: Sequence[str]) -> dict[str,
 class JsonlWriter:
     """--jsonl: one event per line as it happens; the `final` event is the --json object."""
 
-    def __init__(self, stream: IO[str], agent_names: Sequence[str]) -> None:
+    def __init__(self, stream: IO[str], agent_names: Sequence[str], suite: Any = None) -> None:
         self.stream = stream
         self.names = agent_names
+        self.suite = suite
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TurnStarted):
             self._write({"event": "turn_start", **decision_json(event.decision, self.names)})
         elif isinstance(event, TurnFinished):
             self._write({"event": "turn_end", **turn_json(event.record, self.names)})
+        elif isinstance(event, CheckFinished):
+            self._write({"event": "check", "turn": event.turn, "passed": event.outcome.passed,
+                         "summary": event.outcome.summary})
         elif isinstance(event, EpisodeFinished):
-            self._write({"event": "final", **episode_json(event.result, self.names)})
+            self._write({"event": "final", **episode_json(event.result, self.names, self.suite)})
 
     def _write(self, obj: dict[str, Any]) -> None:
         self.stream.write(json.dumps(obj) + "\n")
@@ -116,6 +129,14 @@ class TurnDisplay:
             self._stop_live()
             self.spent += event.record.usd
             self.console.print(self._finished(event.record))
+        elif isinstance(event, CheckFinished):
+            line = Text("         tests ", style="bold")
+            passed = event.outcome.passed
+            line.append("passed" if passed else "FAILED", style="bold green" if passed else "bold red")
+            if not passed:
+                last = event.outcome.summary.strip().splitlines()
+                line.append(f"  {last[-1] if last else ''}", style="dim")
+            self.console.print(line)
         elif isinstance(event, EpisodeFinished):
             self._stop_live()
             result = event.result

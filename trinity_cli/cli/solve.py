@@ -17,7 +17,12 @@ Each turn the coordinator picks one agent of the pool and one role. Progress goe
 stdout gets only the final answer (or JSON with --json / --jsonl).
 
 Exit codes: 0 accepted; 2 usage or unreadable input; 3 configuration (pool, weights, keys,
---offline); 4 provider error; 5 budget; 6 turn limit or no answer; 130 interrupted; 1 bug.
+--offline); 4 provider error; 5 budget; 6 turn limit, no answer or tests failed; 130
+interrupted; 1 bug.
+
+Execution check: with --tests FILE (plain asserts or test_* functions), or else the problem's
+doctest examples (>>> lines), a Verifier ACCEPT counts only when the answer also passes them in
+the sandbox; a failing answer at the end is verdict tests_failed (exit 6). --no-tests skips it.
 
 Weights: by default the shipped head that fits the coordinator and pool (the head shipped for
 the offline default pool is UNTRAINED at this version: see its metadata); when none fits, the
@@ -40,6 +45,8 @@ def solve(
     sample: Annotated[bool, typer.Option("--sample", help="Sample agent and role instead of greedy.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --sample.")] = 0,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network.")] = False,
+    tests: Annotated[Path | None, typer.Option("--tests", help="Test file the answer must pass (asserts or test_* functions).")] = None,
+    no_tests: Annotated[bool, typer.Option("--no-tests", help="No execution check, not even the problem's examples.")] = False,
 ) -> int:
     from trinity_cli.cli.display import JsonlWriter, TurnDisplay, episode_json, fan_out
     from trinity_cli.config import load_pool
@@ -50,9 +57,14 @@ def solve(
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import build_coordinator, check_offline, check_prices, choose_policy
 
+    from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
+
     if json_out and jsonl_out:
         raise UsageError("--json and --jsonl are exclusive: pick one")
+    if tests is not None and no_tests:
+        raise UsageError("--tests and --no-tests are exclusive: pick one")
     text = read_problem(problem)
+    suite = None if no_tests else suite_from_file(tests) if tests is not None else suite_from_problem(text)
     pool_cfg = load_pool(pool)
     if offline:
         check_offline(pool_cfg)
@@ -64,16 +76,17 @@ def solve(
     coordinator = build_coordinator(pool_cfg) if choice.policy.needs_hidden else None
     sinks = []
     if not quiet:
-        sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}"))
+        checking = f" · checked by {suite.source} ({suite.count} tests)" if suite else ""
+        sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}{checking}"))
     if jsonl_out:
-        sinks.append(JsonlWriter(sys.stdout, pool_cfg.names))
+        sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite))
     result = run_episode(
         Problem.from_markdown(text), agents, coordinator, choice.policy,
         max_turns=max_turns, budget=Budget(budget_usd), sample_seed=seed if sample else None,
-        on_event=fan_out(sinks),
+        on_event=fan_out(sinks), check=None if suite is None else suite.run,
     )
     if json_out:
-        print(json.dumps(episode_json(result, pool_cfg.names), indent=2))
+        print(json.dumps(episode_json(result, pool_cfg.names, suite), indent=2))
     elif not jsonl_out and result.answer:
         sys.stdout.write(result.answer)
     sys.stdout.flush()

@@ -8,13 +8,16 @@ episodes in lock step with the same functions. The rules of the method live here
 - a Thinker's ``<next_role>`` tag overrides the head's role for the next turn
   (`role_source` = "thinker");
 - a malformed verdict is a rejection;
-- the final answer is the latest Worker answer.
+- the final answer is the latest Worker answer;
+- given an execution check (`solve --tests`, or the problem's doctest examples), an ACCEPT
+  counts only when the answer passes it: otherwise the failure is appended to the Verifier's
+  turn, the loop goes on, and an episode that ends with a failing answer is `tests_failed`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,6 +25,7 @@ import numpy as np
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.events import (
+    CheckFinished,
     EpisodeFinished,
     EventSink,
     TextDelta,
@@ -51,6 +55,19 @@ DEFAULT_MAX_TURNS = 5
 # Episode verdicts; the CLI maps each to an exit code.
 ACCEPTED, TURN_LIMIT, NO_ANSWER = "accepted", "turn_limit", "no_answer"
 PROVIDER_ERROR, BUDGET, INTERRUPTED = "provider_error", "budget", "interrupted"
+TESTS_FAILED = "tests_failed"
+CHECK_NOTE_CHARS = 800  # how much of a test failure the transcript keeps
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """An answer's execution check: run by the caller (the sandbox), judged by the loop."""
+
+    passed: bool
+    summary: str
+
+
+AnswerCheck = Callable[[str], CheckOutcome]
 
 
 @dataclass(frozen=True)
@@ -111,6 +128,7 @@ class EpisodeState:
     role_override: Role | None = None
     verdict: str | None = None  # set when the episode ends
     error: str | None = None
+    checked: dict[str, CheckOutcome] = field(default_factory=dict)  # answer → its check
 
     @property
     def done(self) -> bool:
@@ -128,6 +146,13 @@ class EpisodeResult:
     turns: tuple[TurnRecord, ...]
     usd: float
     error: str | None = None
+    check: CheckOutcome | None = None  # the final answer's execution check, when there was one
+
+    @property
+    def verifier_verdict(self) -> str | None:
+        """The last Verifier's own verdict, whatever the execution check said."""
+        verdicts = [t.verdict for t in self.turns if t.verdict is not None]
+        return verdicts[-1] if verdicts else None
 
 
 def new_state(problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS) -> EpisodeState:
@@ -205,13 +230,37 @@ def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnR
     return record
 
 
+def apply_check(state: EpisodeState, check: AnswerCheck) -> CheckOutcome | None:
+    """After an ACCEPT, or at the end: the answer must pass the execution check too.
+
+    Returns the outcome when the check ran now (each answer is checked once)."""
+    answer = state.transcript.latest_answer
+    if answer is None or state.verdict not in (ACCEPTED, TURN_LIMIT):
+        return None
+    fresh = answer not in state.checked
+    if fresh:
+        state.checked[answer] = check(answer)
+    outcome = state.checked[answer]
+    if outcome.passed:
+        return outcome if fresh else None
+    if state.verdict == ACCEPTED:
+        last = state.transcript.turns[-1]
+        note = f"{last.text}\n\n[execution check: the answer FAILED the tests]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
+        state.transcript = Transcript(state.transcript.problem, state.transcript.turns[:-1]
+                                      + (Turn(last.agent, last.role, note, last.answer, "reject"),))
+    state.verdict = TESTS_FAILED if len(state.records) >= state.max_turns else None
+    return outcome if fresh else None
+
+
 def result_of(state: EpisodeState) -> EpisodeResult:
+    answer = state.transcript.latest_answer
     return EpisodeResult(
         verdict=state.verdict or INTERRUPTED,
-        answer=state.transcript.latest_answer,
+        answer=answer,
         turns=tuple(state.records),
         usd=sum(r.usd for r in state.records),
         error=state.error,
+        check=state.checked.get(answer) if answer is not None else None,
     )
 
 
@@ -225,6 +274,7 @@ def run_episode(
     budget: Budget | None = None,
     sample_seed: int | Sequence[int] | None = None,
     on_event: EventSink = ignore,
+    check: AnswerCheck | None = None,
 ) -> EpisodeResult:
     """Run one episode to its end. Ctrl-C ends it with verdict `interrupted`, turns kept."""
     state = new_state(problem, [a.name for a in agents], max_turns)
@@ -259,6 +309,9 @@ def run_episode(
             record = apply(state, decision, reply)
             if record is not None:
                 on_event(TurnFinished(record))
+            outcome = None if check is None else apply_check(state, check)
+            if outcome is not None:
+                on_event(CheckFinished(decision.turn, outcome))
     except KeyboardInterrupt:
         state.verdict = INTERRUPTED
     result = result_of(state)

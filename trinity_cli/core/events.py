@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
-    from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
+    from trinity_cli.core.episode import CheckOutcome, Decision, EpisodeResult, TurnRecord
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,19 @@ class TurnFinished:
 
 
 @dataclass(frozen=True)
+class CheckFinished:
+    """The execution check of the answer standing after `turn`."""
+
+    turn: int
+    outcome: CheckOutcome
+
+
+@dataclass(frozen=True)
 class EpisodeFinished:
     result: EpisodeResult
 
 
-Event = Union[TurnStarted, TextDelta, TurnFinished, EpisodeFinished]
+Event = Union[TurnStarted, TextDelta, TurnFinished, CheckFinished, EpisodeFinished]
 EventSink = Callable[[Event], None]
 
 

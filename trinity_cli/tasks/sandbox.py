@@ -76,12 +76,13 @@ class Isolation:
         return asdict(self)
 
 
-def run_python(program: str, limits: Limits = Limits()) -> ExecResult:
-    """Run `program` with the strongest isolation this machine offers."""
-    return run_in_mode(program, isolation().mode, limits)
+def run_python(program: str, limits: Limits = Limits(), files: dict[str, str] | None = None) -> ExecResult:
+    """Run `program` (beside `files`, name → text, in its work dir) with the strongest
+    isolation this machine offers."""
+    return run_in_mode(program, isolation().mode, limits, files)
 
 
-def run_in_mode(program: str, mode: str, limits: Limits = Limits()) -> ExecResult:
+def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None) -> ExecResult:
     is_root = os.geteuid() == 0
     scratch = Path(tempfile.mkdtemp(prefix="trinity-sandbox-"))  # host side: output files
     work = None if mode == "namespaces" else Path(tempfile.mkdtemp(prefix="trinity-work-"))
@@ -111,7 +112,7 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits()) -> ExecResul
             except OSError as exc:
                 return ExecResult(SETUP_FAILED, "", f"sandbox set-up failed: {exc}")
             try:
-                child.stdin.write(program.encode("utf-8", "replace"))
+                child.stdin.write(json.dumps({**(files or {}), "candidate.py": program}).encode())
                 child.stdin.close()
             except BrokenPipeError:
                 pass

@@ -1,7 +1,7 @@
 """The sandbox's first process: sets up the jail, then execs the candidate's interpreter.
 
 Run by `sandbox.py` as `python -I sandbox_init.py CONFIG_JSON`, standard library only, with
-the candidate program on stdin. In "namespaces" mode it is pid 1 of fresh PID, mount and
+the files to run on stdin as JSON ({name: text}; `candidate.py` is the program). In "namespaces" mode it is pid 1 of fresh PID, mount and
 network namespaces (and a user namespace when trinity is not root), so the mounts below are
 private to it. Any set-up failure exits with SETUP_FAILED and one line on stderr, which the
 host's probe reads as "this mode does not work here".
@@ -79,7 +79,7 @@ def set_limits(limits):
 
 def main():
     cfg = json.loads(sys.argv[1])
-    program = sys.stdin.buffer.read()
+    files = json.loads(sys.stdin.buffer.read())
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -87,8 +87,11 @@ def main():
         work, python = build_jail(cfg)
     else:
         work, python = cfg["work"], cfg["python"]
-    with open(os.path.join(work, "candidate.py"), "wb") as handle:
-        handle.write(program)
+    for name, text in files.items():
+        if os.path.basename(name) != name or name.startswith("."):
+            fail("writing files", f"bad file name {name!r}")
+        with open(os.path.join(work, name), "w", encoding="utf-8", errors="replace") as handle:
+            handle.write(text)
     if hasattr(libc, "prctl") and libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         fail("no_new_privs", os.strerror(ctypes.get_errno()))
     if cfg["drop_uid"]:

@@ -1,0 +1,119 @@
+"""Execution-grounded verification: a Verifier's ACCEPT counts only when the answer passes the
+tests (`--tests FILE`, or the problem's doctest examples) in the sandbox."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from test_cli import trinity
+from wire.server import WireServer, openai_stream
+
+from trinity_cli.core.episode import Agent, run_episode
+from trinity_cli.core.roles import Role
+from trinity_cli.core.transcript import Problem
+from trinity_cli.errors import UsageError
+from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
+
+T, W, V = Role.THINKER, Role.WORKER, Role.VERIFIER
+PROBLEM_TEXT = """# Add
+
+Write `add(a, b)`.
+
+```python
+def add(a: int, b: int) -> int:
+    \"\"\"Return a + b.
+
+    >>> add(2, 3)
+    5
+    >>> add(-1, 1)
+    0
+    \"\"\"
+```
+"""
+WRONG = "```python\ndef add(a, b):\n    return a * b\n```"
+RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"
+ACCEPT = "Looks right. <verdict>ACCEPT</verdict>"
+
+
+def test_doctest_examples_are_found_and_judge_answers():
+    suite = suite_from_problem(PROBLEM_TEXT)
+    assert suite is not None and suite.count == 2
+    assert suite.run("def add(a, b):\n    return a + b\n").passed
+    failed = suite.run("def add(a, b):\n    return a * b\n")
+    assert not failed.passed and "add(2, 3)" in failed.summary and "0/2 passed" in failed.summary
+    assert suite_from_problem("Write a function. No examples here.") is None
+
+
+def test_a_test_file_runs_asserts_and_test_functions(tmp_path):
+    path = tmp_path / "tests.py"
+    path.write_text("assert add(1, 1) == 2\n\ndef test_negative():\n    assert add(-2, -3) == -5\n\n"
+                    "def test_big():\n    assert add(10**20, 1) == 10**20 + 1\n")
+    suite = suite_from_file(path)
+    assert suite.count == 3
+    assert suite.run("def add(a, b):\n    return a + b\n").passed
+    half = suite.run("def add(a, b):\n    return a + b if a > 0 else 0\n")
+    assert not half.passed and "test_negative failed" in half.summary and "2/3 passed" in half.summary
+    assert not suite.run("import sys\nsys.exit(0)\n").passed  # exiting early is not passing
+
+
+@pytest.mark.parametrize("content,fragment", [(None, "not found"), ("", "is empty"), ("def (:\n", "tests.py:1"),
+                                              (b"\xff\xfe", "not UTF-8")])
+def test_bad_test_files_are_usage_errors(tmp_path, content, fragment):
+    path = tmp_path / "tests.py"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(UsageError, match=fragment):
+        suite_from_file(path)
+
+
+def run(scripts, plan, max_turns):
+    pool = [Agent("a0", ScriptedProvider(list(scripts)), 100)]
+    problem = Problem.from_markdown(PROBLEM_TEXT)
+    return run_episode(problem, pool, CountingCoordinator(), ScriptedPolicy(tuple(plan), n_agents=1),
+                       max_turns=max_turns, check=suite_from_problem(PROBLEM_TEXT).run), pool[0].provider
+
+
+def test_an_accept_of_a_failing_answer_is_overruled_and_the_loop_goes_on():
+    result, provider = run([WRONG, ACCEPT, RIGHT, ACCEPT], [(0, W), (0, V), (0, W), (0, V)], 4)
+    assert result.verdict == "accepted" and len(result.turns) == 4
+    assert result.check.passed and result.verifier_verdict == "accept"
+    assert "FAILED the tests" in provider.requests[2].user  # the next Worker saw the failure
+
+
+def test_a_failing_answer_at_the_end_is_tests_failed():
+    result, _ = run([WRONG, ACCEPT], [(0, W), (0, V)], 2)
+    assert result.verdict == "tests_failed"
+    assert result.verifier_verdict == "accept" and not result.check.passed
+
+
+def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
+    server = WireServer()
+    try:
+        server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
+        (workdir / "pool.toml").write_text(
+            f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\n')
+        (workdir / "add.md").write_text(PROBLEM_TEXT)
+        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--json")
+        assert result.returncode == 6, result.stderr
+        report = json.loads(result.stdout)
+        assert report["verdict"] == "tests_failed" and report["verifier_verdict"] == "accept"
+        assert report["tests"]["source"] == "problem examples" and report["tests"]["passed"] is False
+        assert "0/2 passed" in report["tests"]["summary"]
+        assert "tests FAILED" in result.stderr
+
+        (workdir / "tests.py").write_text("def test_add():\n    assert add(2, 2) == 4\n")
+        server.responses += [openai_stream(s) for s in ["plan", RIGHT, ACCEPT]]
+        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+                         "--tests", "tests.py")
+        assert result.returncode == 0, result.stderr
+        assert "return a + b" in result.stdout and "tests passed" in result.stderr
+
+        server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
+        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--no-tests", "-q")
+        assert result.returncode == 0 and "a * b" in result.stdout  # no check: the Verifier decides alone
+    finally:
+        server.close()

