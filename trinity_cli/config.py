@@ -45,7 +45,10 @@ class AgentSpec:
     mode: str | None = None  # local: "completion" (base models) or "chat"
     stop: tuple[str, ...] = ()
     n_ctx: int = 4096
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # per attempt
+    retries: int = 3  # extra attempts after a rate-limit, server or network error
+    deadline_s: float = 300.0  # all attempts of one call together
+    max_concurrency: int = 4  # calls in flight at once to this agent
     # provider "sim" only (a simulation, see providers/sim.py):
     skills: dict[str, float] | None = None  # Worker success probability per task tag
     default_skill: float = 0.3  # ... for tags not listed
@@ -158,17 +161,20 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
     for key in ("base_url", "api_key_env"):
         if key in raw and not isinstance(raw[key], str):
             raise bad(key, "must be a string")
-    for key in ("price_in", "price_out", "temperature", "timeout_s"):
+    for key in ("price_in", "price_out", "temperature", "timeout_s", "deadline_s"):
         if key in raw:
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise bad(key, "must be a number")
-            if value < 0 or (key == "timeout_s" and value == 0):
-                raise bad(key, f"must be {'positive' if key == 'timeout_s' else 'zero or more'}, not {value}")
+            positive = key in ("timeout_s", "deadline_s")
+            if value < 0 or (positive and value == 0):
+                raise bad(key, f"must be {'positive' if positive else 'zero or more'}, not {value}")
             raw[key] = float(value)
-    for key in ("max_tokens", "n_ctx"):
+    for key in ("max_tokens", "n_ctx", "max_concurrency"):
         if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 1):
             raise bad(key, "must be a positive integer")
+    if "retries" in raw and (isinstance(raw["retries"], bool) or not isinstance(raw["retries"], int) or raw["retries"] < 0):
+        raise bad("retries", "must be an integer, zero or more")
     if "mode" in raw:
         if raw["provider"] != "local":
             raise bad("mode", "applies to provider \"local\" only")

@@ -7,7 +7,9 @@ Each test queues responses (status, headers, body chunks); the server records ev
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,6 +19,9 @@ class Scripted:
     status: int = 200
     body: bytes | list[bytes] = b""
     content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # wait this long before answering (a hanging server)
+    drop_after: int | None = None  # send this many body chunks, then cut the connection
 
 
 @dataclass
@@ -37,12 +42,19 @@ class WireServer:
                     {"path": self.path, "headers": dict(self.headers), "json": json.loads(raw or b"{}")}
                 )
                 reply = owner.responses.pop(0) if owner.responses else Scripted(500, b'{"error": "no script"}')
+                time.sleep(reply.delay_s)
                 chunks = reply.body if isinstance(reply.body, list) else [reply.body]
                 self.send_response(reply.status)
                 self.send_header("content-type", reply.content_type)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.send_header("content-length", str(sum(len(c) for c in chunks)))
                 self.end_headers()
-                for chunk in chunks:
+                for i, chunk in enumerate(chunks):
+                    if reply.drop_after is not None and i >= reply.drop_after:
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     self.wfile.write(chunk)
                     self.wfile.flush()
 
@@ -82,3 +94,11 @@ def openai_stream(text: str, tokens_in: int = 20) -> Scripted:
     events.append((None, {**base, "choices": [], "usage": {"prompt_tokens": tokens_in, "completion_tokens": max(1, len(text) // 4),
                                                            "total_tokens": tokens_in + max(1, len(text) // 4)}}))
     return Scripted(200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream")
+
+
+def openai_json(text: str, tokens_in: int = 20) -> Scripted:
+    """A plain (non-streamed) OpenAI chat completion of `text`."""
+    body = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": 5, "total_tokens": tokens_in + 5}}
+    return Scripted(200, json.dumps(body).encode())

@@ -289,8 +289,9 @@ def run_episode(
                 apply(state, decision, None)
                 break
             agent = agents[decision.agent_index]
+            reservation = agent.worst_case_usd(request)
             try:
-                budget.reserve(agent.worst_case_usd(request))
+                budget.reserve(reservation)
             except BudgetExceeded as exc:
                 state.verdict, state.error = BUDGET, exc.message
                 break
@@ -301,6 +302,8 @@ def run_episode(
                     request, on_text=lambda text, turn=decision.turn: on_event(TextDelta(turn, text))
                 )
             except ProviderError as exc:
+                if exc.partial:  # a reply that broke off mid-stream may be billed: settle the worst case
+                    budget.settle(reservation)
                 state.verdict, state.error = PROVIDER_ERROR, exc.message
                 break
             if reply.seconds <= 0:

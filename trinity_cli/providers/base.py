@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from trinity_cli.core.roles import Role
 
 TextCallback = Callable[[str], None]
+CHAT_TEMPLATE_TOKENS = 64  # role markers and separators a chat template wraps messages in
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,9 @@ class Request:
         return f"{self.system}\n\n{self.user}\n\n{self.lead}{self.answer_prefix}"
 
     def prompt_bytes(self) -> int:
-        """An offline upper bound on prompt tokens: every token is at least one UTF-8 byte."""
-        return len(self.completion_prompt().encode("utf-8"))
+        """An offline upper bound on prompt tokens: every token is at least one UTF-8 byte,
+        plus what a chat template adds around the messages."""
+        return len(self.completion_prompt().encode("utf-8")) + CHAT_TEMPLATE_TOKENS
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
+from datetime import datetime, timezone
+
 from trinity_cli.config import AgentSpec
 from trinity_cli.errors import ProviderError
 
@@ -14,6 +17,23 @@ def _status(exc: BaseException) -> int | None:
     response = getattr(exc, "response", None)
     value = getattr(response, "status_code", None)
     return value if isinstance(value, int) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The Retry-After header of the error's HTTP response: seconds, or an HTTP date."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
@@ -37,4 +57,4 @@ def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     where = f" at {spec.base_url}" if spec.base_url else ""
     message = f"agent {spec.name!r} ({spec.provider}{where}): {kind.replace('_', ' ')} error: {detail}"
-    return ProviderError(message[:400], agent=spec.name, kind=kind)
+    return ProviderError(message[:400], agent=spec.name, kind=kind, retry_after=_retry_after(exc))

@@ -9,6 +9,7 @@ from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent
 from trinity_cli.providers.base import Prices, Provider, is_loopback
 from trinity_cli.providers.cache import CachingProvider, ResponseStore
+from trinity_cli.providers.retry import RetryingProvider
 from trinity_cli.tasks.taskset import Task
 
 PROVIDER_CLASSES = {
@@ -26,7 +27,7 @@ def build_provider(spec: AgentSpec, tasks: Mapping[str, Task] | None = None) -> 
         return SimProvider(spec, tasks or {})
     module, name = PROVIDER_CLASSES[spec.provider]
     provider: Provider = getattr(import_module(module), name)(spec)
-    return provider
+    return provider if spec.provider == "local" else RetryingProvider(provider, spec)
 
 
 def build_agents(
