@@ -49,13 +49,15 @@ def test_reasoning_tokens_bill_as_output():
 
 def test_the_cli_stops_before_the_call_that_could_pass_the_budget(workdir, server):
     pool_file(workdir, server)
-    server.responses += [openai_stream("plan", tokens_in=300) for _ in range(5)]
-    # each call's worst case: (prompt bytes + 64) × $2/M + 100 × $8/M ≈ $0.0014
-    result = trinity("solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--budget-usd", "0.0015", "--json", "-q")
+    replies = ["plan", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>REJECT</verdict>", "plan", "plan"]
+    server.responses += [openai_stream(text, tokens_in=300) for text in replies]
+    # each call costs $0.0006; its worst case, (prompt bytes + 64) × $2/M + 100 × $8/M, grows
+    # with the transcript from about $0.0014: the third call no longer fits
+    result = trinity("solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--budget-usd", "0.0025", "--json", "-q")
     assert result.returncode == 5, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "budget" and "--budget-usd" in report["error"]
-    assert 1 <= len(report["turns"]) < 5 and report["usd"] <= 0.0015
+    assert 1 <= len(report["turns"]) < 5 and report["usd"] <= 0.0025
     assert len(server.requests) == len(report["turns"])  # the refused call was never sent
 
 
