@@ -6,13 +6,34 @@ the fix. Only the CLI entry point turns one into a process exit.
 
 from __future__ import annotations
 
+import os
+import re
+
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+_secrets: set[str] = set()  # keys read by providers/keys.py, whatever their variable is called
+
+
+def remember_secret(value: str) -> None:
+    if len(value) >= 8:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """`text` with every known key (and every *_KEY / *_TOKEN / *_SECRET environment value)
+    replaced by ***: error messages quote server replies, and servers echo keys."""
+    values = _secrets | {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
+
 
 class TrinityError(Exception):
-    """Base class: `exit_code` is what the CLI exits with."""
+    """Base class: `exit_code` is what the CLI exits with. Messages are redacted."""
 
     exit_code = 1
 
     def __init__(self, message: str) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
 

@@ -21,7 +21,7 @@ from trinity_cli.cli import pool as pool_command
 from trinity_cli.cli import solve as solve_command
 from trinity_cli.cli import train as train_command
 from trinity_cli.cli.console import stderr
-from trinity_cli.errors import TrinityError
+from trinity_cli.errors import TrinityError, redact
 
 EXIT_INTERRUPTED = 130
 
@@ -78,7 +78,7 @@ def main() -> None:
         if os.environ.get("TRINITY_DEBUG"):
             raise
         stderr.print(
-            f"internal error: {type(exc).__name__}: {exc} (a bug in trinity; TRINITY_DEBUG=1 shows the traceback)",
+            f"internal error: {type(exc).__name__}: {redact(str(exc))} (a bug in trinity; TRINITY_DEBUG=1 shows the traceback)",
             markup=False, highlight=False,
         )
         sys.exit(1)

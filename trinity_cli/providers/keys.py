@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.errors import ConfigError
+from trinity_cli.errors import ConfigError, remember_secret
 from trinity_cli.providers.base import is_loopback
 
 LOOPBACK_PLACEHOLDER = "no-key-needed-for-loopback"
@@ -23,6 +23,7 @@ def api_key(spec: AgentSpec, default_env: str | tuple[str, ...]) -> str:
     for env in envs:
         value = os.environ.get(env)
         if value:
+            remember_secret(value)
             return value
     if is_loopback(spec.base_url):
         return LOOPBACK_PLACEHOLDER
