@@ -106,3 +106,15 @@ def test_invalid_json_is_a_clean_error_after_retries(server):
     with pytest.raises(ProviderError) as caught:
         provider(server, waits).complete(REQUEST)
     assert "flaky" in caught.value.message and len(server.requests) == 4
+
+
+def test_parallel_calls_to_one_agent_are_bounded_by_max_concurrency(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    slow = Scripted(200, OK_PLAIN.body, delay_s=0.4)
+    server.responses += [slow] * 8
+    retrying = provider(server, [], max_concurrency=2)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        replies = list(pool.map(lambda _: retrying.complete(REQUEST), range(8)))
+    assert all("return a + b" in r.text for r in replies)
+    assert server.max_in_flight == 2 and len(server.requests) == 8

@@ -28,9 +28,12 @@ class Scripted:
 class WireServer:
     responses: list[Scripted] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0  # the most requests it was answering at once
 
     def __post_init__(self) -> None:
         owner = self
+        self.lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -42,6 +45,16 @@ class WireServer:
                     {"path": self.path, "headers": dict(self.headers), "json": json.loads(raw or b"{}")}
                 )
                 reply = owner.responses.pop(0) if owner.responses else Scripted(500, b'{"error": "no script"}')
+                with owner.lock:
+                    owner.in_flight += 1
+                    owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+                try:
+                    self._answer(reply)
+                finally:
+                    with owner.lock:
+                        owner.in_flight -= 1
+
+            def _answer(self, reply: Scripted) -> None:
                 time.sleep(reply.delay_s)
                 chunks = reply.body if isinstance(reply.body, list) else [reply.body]
                 self.send_response(reply.status)
