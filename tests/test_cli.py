@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def assert_clean_failure(result, code: int, fragment: str):
     assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
 
 
-@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"], ["train", "--help"], ["eval", "--help"], ["bench", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["solve", "--help"], ["pool", "--help"], ["train", "--help"], ["eval", "--help"], ["bench", "--help"], ["doctor", "--help"]])
 def test_every_help_in_the_readme_works(args):
     result = trinity(*args)
     assert result.returncode == 0 and "Usage" in result.stdout
@@ -104,8 +105,11 @@ def test_json_carries_agent_and_role_for_every_turn(fast_pool):
     assert result.stderr == ""  # --quiet
     data = json.loads(result.stdout)
     assert data["schema_version"] == 1
-    assert data["verdict"] in ("accepted", "turn_limit", "no_answer")
+    assert data["verdict"] in ("accepted", "turn_limit", "no_answer", "tests_failed")
     assert isinstance(data["usd"], float) and "answer" in data
+    assert data["tests"]["source"] == "problem examples" and data["tests"]["count"] == 1  # add.md's doctest
+    if data["verdict"] == "accepted":
+        assert data["tests"]["passed"] is True
     assert data["turns"], data
     for turn in data["turns"]:
         assert turn["agent"] in ("gemma-greedy", "gemma-t08")
@@ -254,3 +258,19 @@ def test_train_with_a_malformed_task_file_exits_2(workdir):
     (workdir / "bad.jsonl").write_text('{"task_id": "x"}\n')
     assert_clean_failure(trinity("train", "--tasks", "bad.jsonl", "--pool", str(SIM_POOL), "--out", "h.npz"), 2,
                          "bad.jsonl:1: field 'prompt' is missing")
+
+
+def test_doctor_reports_isolation_agents_paths_and_backend(workdir):
+    result = trinity("doctor", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["schema_version"] == 1
+    assert report["sandbox"]["mode"] in ("namespaces", "uid-drop", "rlimits") and report["sandbox"]["isolated"]
+    assert [a["name"] for a in report["pool"]["agents"]] == ["gemma-greedy", "gemma-t08"]
+    assert report["paths"]["cache"].startswith(os.environ["TRINITY_HOME"])
+    assert report["coordinator"]["backend"] in ("CPU", "Metal", "GPU offload available")
+    assert report["coordinator"]["threads"] >= 1
+    screen = trinity("doctor")
+    assert screen.returncode == 0 and "sandbox" in screen.stderr and "coordinator" in screen.stderr
+    (workdir / "remote.toml").write_text('[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\napi_key_env="NOPE_KEY"\n')
+    assert trinity("doctor", "--pool", "remote.toml").returncode == 3

@@ -81,9 +81,14 @@ def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
     found = find_shipped(backbone_of(pool), pool)
     assert found is not None
     meta = read_metadata(found)
-    assert meta["trained"] is False  # says so until `trinity train` replaces it
+    assert meta["trained"] is False and found.name == "default-offline.npz"  # the imitation head
     head, _ = load_head(found)
     assert head.weights.shape == (len(pool.agents) + 3, 640)
+    # the head trained for reward ships too, fits, and is used only when named
+    trained = shipped_dir() / "default-offline-es.npz"
+    head, meta = load_head(trained)
+    assert meta["trained"] is True and meta["auto_select"] is False
+    assert not mismatches(meta, backbone_of(pool), pool)
 
 
 def test_the_suite_runs_against_the_installed_package_not_the_tree():

@@ -151,7 +151,8 @@ def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
 
 
 def find_shipped(backbone: Backbone, pool: Pool) -> Path | None:
-    """The newest shipped head whose metadata fits this coordinator and pool."""
+    """The newest shipped head whose metadata fits this coordinator and pool (a head whose
+    metadata says `"auto_select": false` is used only when --weights names it)."""
     directory = shipped_dir()
     if not directory.is_dir():
         return None
@@ -161,6 +162,6 @@ def find_shipped(backbone: Backbone, pool: Pool) -> Path | None:
             meta = read_metadata(path)
         except ConfigError:
             continue
-        if not mismatches(meta, backbone, pool):
+        if meta.get("auto_select", True) and not mismatches(meta, backbone, pool):
             fitting.append((str(meta.get("created", "")), path))
     return max(fitting)[1] if fitting else None
