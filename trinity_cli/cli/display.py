@@ -16,7 +16,14 @@ from rich.live import Live
 from rich.text import Text
 
 from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
-from trinity_cli.core.events import CheckFinished, EpisodeFinished, Event, TextDelta, TurnFinished, TurnStarted
+from trinity_cli.core.events import (
+    CheckFinished,
+    EpisodeFinished,
+    Event,
+    TextDelta,
+    TurnFinished,
+    TurnStarted,
+)
 from trinity_cli.core.roles import ROLE_ORDER
 
 SCHEMA_VERSION = 1

@@ -56,7 +56,6 @@ def solve(
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import build_coordinator, check_offline, check_prices, choose_policy
-
     from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
 
     if json_out and jsonl_out:

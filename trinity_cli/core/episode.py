@@ -241,14 +241,13 @@ def apply_check(state: EpisodeState, check: AnswerCheck) -> CheckOutcome | None:
     if fresh:
         state.checked[answer] = check(answer)
     outcome = state.checked[answer]
-    if outcome.passed:
-        return outcome if fresh else None
-    if state.verdict == ACCEPTED:
-        last = state.transcript.turns[-1]
-        note = f"{last.text}\n\n[execution check: the answer FAILED the tests]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
-        state.transcript = Transcript(state.transcript.problem, state.transcript.turns[:-1]
-                                      + (Turn(last.agent, last.role, note, last.answer, "reject"),))
-    state.verdict = TESTS_FAILED if len(state.records) >= state.max_turns else None
+    if not outcome.passed:
+        if state.verdict == ACCEPTED:  # overruled: the next agents see why
+            last = state.transcript.turns[-1]
+            note = f"{last.text}\n\n[execution check: the answer FAILED the tests]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
+            state.transcript = Transcript(state.transcript.problem, state.transcript.turns[:-1]
+                                          + (Turn(last.agent, last.role, note, last.answer, "reject"),))
+        state.verdict = TESTS_FAILED if len(state.records) >= state.max_turns else None
     return outcome if fresh else None
 
 

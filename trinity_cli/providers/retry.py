@@ -46,19 +46,20 @@ class RetryingProvider:
 
     def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
         started = time.monotonic()
+        streamed: list[str] = []  # text of the current attempt
+
+        def relay(text: str) -> None:
+            streamed.append(text)
+            on_text(text)  # type: ignore[misc]
+
         for attempt in range(self.spec.retries + 1):
-            streamed = [False]
-
-            def relay(text: str) -> None:
-                streamed[0] = True
-                on_text(text)  # type: ignore[misc]
-
+            streamed.clear()
             try:
                 with self.slots:
                     self.attempts += 1
                     return self.inner.complete(request, relay if on_text else None)
             except ProviderError as exc:
-                exc.partial = streamed[0]
+                exc.partial = bool(streamed)
                 if exc.kind not in RETRYABLE or exc.partial or attempt == self.spec.retries:
                     raise self._final(exc, attempt + 1) from None
                 wait = exc.retry_after if exc.retry_after is not None else self._backoff(attempt)

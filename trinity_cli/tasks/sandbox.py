@@ -206,8 +206,8 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
     not_isolated = ["network", "other processes are visible", "world-writable directories (/tmp, /var/tmp)",
                     "processes that leave the process group survive the timeout"]
     if mode == "uid-drop":
-        return (*isolated, "runs as uid 65534 with a process-count limit: your files and "
-                "/proc/<ppid>/environ are unreadable"), tuple(not_isolated)
+        dropped = "runs as uid 65534 with a process-count limit: your files and /proc/<ppid>/environ are unreadable"
+        return (*isolated, dropped), tuple(not_isolated)
     if sys.platform.startswith("linux") and not is_root:
         isolated.append("/proc/<ppid>/environ unreadable (trinity marks itself non-dumpable)")
     else:
