@@ -33,6 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from trinity_cli.errors import ConfigError
+
 SETUP_FAILED = 125  # sandbox_init.py's exit code for "this mode does not work here"
 REPORT_BYTES = 64 * 1024  # how much of stdout / stderr a result keeps
 HOST_ENV = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}  # no keys, ever
@@ -188,7 +190,7 @@ def isolation() -> Isolation:
         if result.passed and result.stdout == "ok\n":
             return Isolation(mode, *_describe(mode, is_root), unavailable)
         unavailable[mode] = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
-    raise AssertionError("unreachable: rlimits mode always runs")  # pragma: no cover
+    raise ConfigError(f"the sandbox cannot run Python here: {unavailable['rlimits']}")
 
 
 def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
