@@ -103,7 +103,8 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
     init = [sys.executable, "-I", str(Path(__file__).with_name("sandbox_init.py")), json.dumps(config)]
     if mode == "namespaces":
         user = [] if is_root else ["--user", "--map-root-user"]
-        init = ["unshare", *user, "--pid", "--fork", "--kill-child", "--mount", "--net", "--mount-proc", *init]
+        namespaces = ["--pid", "--fork", "--kill-child", "--mount", "--net", "--mount-proc"]
+        init = [shutil.which("unshare") or "unshare", *user, *namespaces, *init]
     elif mode == "rlimits":
         _hide_own_environ()
     try:
