@@ -38,7 +38,7 @@ def doctor(
     if json_out:
         print(json.dumps(report, indent=2))
     else:
-        _print(report)
+        _print(report, checks)
     usable = all(c.usable for c in checks) and report["coordinator"]["model_present"]
     return 0 if usable else 3
 
@@ -71,8 +71,8 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
             "llama_cpp_python": llama_cpp.__version__, "n_ctx": spec.n_ctx}
 
 
-def _print(report: dict[str, Any]) -> None:
-    from rich.table import Table
+def _print(report: dict[str, Any], checks: list) -> None:
+    from trinity_cli.cli.pool import agent_table
 
     sandbox = report["sandbox"]
     stderr.print(f"[bold]trinity doctor[/] · {report['platform']}")
@@ -83,12 +83,7 @@ def _print(report: dict[str, Any]) -> None:
         stderr.print(f"  [yellow]not isolated[/] {line}", highlight=False)
     for mode, why in sandbox["unavailable"].items():
         stderr.print(f"  [dim]{mode} unavailable: {why}[/]", highlight=False)
-    table = Table(title=f"\npool: {report['pool']['source']}", title_justify="left")
-    for column in ("agent", "provider", "model", "usable", "why"):
-        table.add_column(column)
-    for agent in report["pool"]["agents"]:
-        table.add_row(agent["name"], agent["provider"], agent["model"], "yes" if agent["usable"] else "no", agent["detail"])
-    stderr.print(table)
+    stderr.print(agent_table(f"\npool: {report['pool']['source']}", checks))
     c = report["coordinator"]
     stderr.print(f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "
                  f"backend {c['backend']}, {c['threads']} threads, n_ctx {c['n_ctx']}, "
