@@ -106,3 +106,125 @@ def test_small_steps_are_exact_too(coordinator, gap):
     step = coordinator.encode_tokens(ids)
     assert step.tokens <= max(gap, 8) + len(coordinator.cue_tokens)
     assert np.array_equal(step.hidden, full.hidden)
+
+
+STREAMED_REPLY = "```python\ndef is_prime(n):\n    if n < 2:\n        return False\n" + (
+    "    for d in range(2, int(n ** 0.5) + 1):\n        if n % d == 0:\n            return False\n" * 6
+) + "    return True\n```"
+
+
+def random_pieces(text: str, seed: int) -> list[str]:
+    """The text cut at random characters, as a stream may deliver it (mid-word included)."""
+    rng = np.random.default_rng(seed)
+    cuts = sorted(set(rng.integers(1, len(text), size=len(text) // 5).tolist()))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+def tail_budget(coordinator, turn: int) -> int:
+    """What the encode after a fully prefilled turn may evaluate: held-back tokens, end tag, cue."""
+    from trinity_cli.coordinator.llama import MIN_EXACT_BATCH, STREAM_HOLD_BACK
+
+    end_tag = coordinator.tokenize(f"\n[end of turn {turn} | agent1 | worker]\n", bos=False)
+    return STREAM_HOLD_BACK + len(end_tag) + len(coordinator.cue_tokens) + MIN_EXACT_BATCH
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_prefill_of_a_streaming_turn_is_bit_exact(coordinator, seed):
+    before = long_transcript(3)
+    after = before.with_turn(Turn("agent1", Role.WORKER, STREAMED_REPLY))
+    coordinator.reset()
+    coordinator.encode(before)
+    text = ""
+    for piece in random_pieces(STREAMED_REPLY, seed):
+        text += piece
+        coordinator.prefill(before.with_turn(Turn("agent1", Role.WORKER, text)))
+    tail = coordinator.encode(after)
+    coordinator.reset()
+    full = coordinator.encode(after)
+    assert np.array_equal(tail.hidden, full.hidden)
+    assert tail.tokens <= tail_budget(coordinator, 4) < full.tokens // 4
+
+
+def wait_until_still(stream, quiet_s: float = 0.5, limit_s: float = 60.0) -> None:
+    """Until the background prefill has evaluated nothing new for `quiet_s` (it caught up)."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    seen, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        if stream.tokens != seen:
+            seen, since = stream.tokens, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.02)
+
+
+def test_stream_turn_encodes_the_reply_on_a_background_thread(coordinator):
+    before = long_transcript(2)
+    after = before.with_turn(Turn("agent1", Role.WORKER, STREAMED_REPLY))
+    coordinator.reset()
+    coordinator.encode(before)
+    stream = coordinator.stream_turn(before, "agent1", Role.WORKER)
+    for piece in random_pieces(STREAMED_REPLY, 7):
+        stream.feed(piece)  # returns at once: the agent's stream is never held up
+    wait_until_still(stream)
+    stream.finish()
+    reply_tokens = len(coordinator.tokenize(STREAMED_REPLY, bos=False))
+    assert stream.tokens >= reply_tokens - 8
+    tail = coordinator.encode(after)
+    coordinator.reset()
+    assert np.array_equal(tail.hidden, coordinator.encode(after).hidden)
+    assert tail.tokens <= tail_budget(coordinator, 3)
+
+
+def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
+    """Through the real OpenAI SDK: the decision after a slowly streamed reply evaluates its tail only."""
+    from scripted import ScriptedPolicy
+    from wire.server import WireServer, openai_stream
+
+    from trinity_cli.config import AgentSpec
+    from trinity_cli.core.episode import run_episode
+    from trinity_cli.providers.registry import build_agents
+
+    server = WireServer()
+    try:
+        server.responses += [openai_stream(STREAMED_REPLY, pieces=40, gap_s=0.05),
+                             openai_stream("<verdict>ACCEPT</verdict>")]
+        spec = AgentSpec("agent1", "openai", "m", base_url=server.url + "/v1")
+        agents = build_agents([spec])
+        assert agents[0].encode_while_streaming
+        coordinator.reset()
+        result = run_episode(Problem("Write `is_prime(n)`.\n"), agents, coordinator,
+                             ScriptedPolicy(((0, Role.WORKER), (0, Role.VERIFIER)), n_agents=1), max_turns=2)
+    finally:
+        server.close()
+    assert result.verdict == "accepted"
+    worker_turn = len(coordinator.tokenize(Transcript(Problem("x")).with_turn(
+        Turn("agent1", Role.WORKER, STREAMED_REPLY)).coordinator_segments()[1], bos=False))
+    after_stream = result.turns[1].decision.coordinator_tokens
+    assert after_stream <= worker_turn // 2  # most of the reply was evaluated while it streamed
+
+
+def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, coordinator):
+    """Two episodes of one task, encoded alternately (as concurrent workers do): with two
+    sessions each step evaluates only its new turn; with one, each step re-evaluates the other's."""
+    from trinity_cli.coordinator.llama import LlamaCoordinator
+
+    a = [long_transcript(n) for n in range(1, 5)]
+    b = [Transcript(t.problem, tuple(Turn("other", turn.role, turn.text[::-1]) for turn in t.turns)) for t in a]
+    evaluated = {}
+    for sessions in (1, 2):
+        pair = LlamaCoordinator(gguf_path, n_ctx=4096, sessions=sessions)
+        try:
+            steps = [(pair.encode(x), pair.encode(y)) for x, y in zip(a, b)]
+        finally:
+            pair.close()
+        evaluated[sessions] = sum(ea.tokens + eb.tokens for ea, eb in steps[1:])
+        for (ea, eb), x, y in zip(steps, a, b):
+            coordinator.reset()
+            assert np.array_equal(ea.hidden, coordinator.encode(x).hidden)
+            coordinator.reset()
+            assert np.array_equal(eb.hidden, coordinator.encode(y).hidden)
+    new_turns = sum(len(coordinator.tokenize(t.coordinator_segments()[-1], bos=False)) + len(coordinator.cue_tokens)
+                    for t in a[1:] + b[1:])
+    assert evaluated[2] <= new_turns < evaluated[1]

@@ -153,3 +153,28 @@ def test_budget_stops_between_generations_without_a_partial_tell(sim):
     if ckpt.exists():
         state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["train"]]})
         assert state["generation"] == len(result.history) == state["optimizer"].generation
+
+
+def test_workers_overlap_remote_calls_and_leave_the_result_unchanged(sim, tmp_path):
+    """Through the real OpenAI SDK against a slow loopback server: 4 workers keep several calls
+    in flight, 1 worker keeps one, and both runs reach the same head."""
+    from wire.server import WireServer, openai_stream
+
+    from trinity_cli.config import AgentSpec
+
+    settings = TrainSettings(generations=1, popsize=4, batch_size=2, seed=0, max_turns=1)
+    reply = "```python\ndef f():\n    return None\n```"
+    heads, in_flight = {}, {}
+    for workers in (1, 4):
+        server = WireServer()
+        try:
+            server.responses += [replace(openai_stream(reply), delay_s=0.3) for _ in range(24)]
+            specs = [AgentSpec(name, "openai", "m", base_url=server.url + "/v1") for name in ("a", "b")]
+            agents = build_agents(specs, sim["tasks"])
+            result = train(sim["train"][:3], agents, sim["coordinator"], sim["grader"], settings,
+                           tmp_path / f"w{workers}.ckpt", workers=workers)
+        finally:
+            server.close()
+        heads[workers], in_flight[workers] = result.head.weights, server.max_in_flight
+    assert in_flight[1] == 1 and in_flight[4] >= 2
+    assert np.array_equal(heads[1], heads[4])

@@ -7,16 +7,19 @@ Keys (scripts depend on them):
   evaluation of the same tokens and threads (default context: flash attention and weight
   repacking as llama.cpp chooses, logits for the last token only);
 - coordinator_share_2s_call: coordinator seconds after the agent's last token ÷ the turn's wall
-  time, for a 2 s streamed reply of ~300 tokens. The reply is encoded after it ends (no
-  overlap with streaming yet), so this is also the non-overlapped figure;
+  time, for a 2 s streamed reply of ~300 tokens encoded while it streams (and
+  coordinator_share_2s_call_non_overlapped: the same reply encoded after it ends);
 - train_episodes_per_hour: a real `train` run on the example sim pool with cold caches;
 - peak_rss_mb: peak RSS of `trinity solve` on the default pool;
-- help_time_vs_bare_typer: `trinity --help` wall time ÷ a bare Typer app's `--help`.
+- help_time_vs_bare_typer: `trinity --help` wall time ÷ a bare Typer app's `--help`;
+- tuning_reencode_seconds_1k: the full re-encode of a ~1k-token transcript per thread count and
+  batch size, the measurement behind the defaults.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -90,19 +93,73 @@ def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats:
     return _median(once, repeats)
 
 
-def streamed_call_share(coordinator: Any, repeats: int) -> float:
-    """Coordinator seconds after a ~300-token reply ends ÷ the turn's wall time (2 s + that)."""
+def _reply_of(coordinator: Any, tokens: int) -> str:
+    """A Worker-style code reply of about `tokens` tokens."""
+    line = "    total = total + xs[i] * weights[i]  # running sum\n"
+    body = "```python\ndef window_sum(xs, weights):\n    total = 0\n"
+    while len(coordinator.tokenize(body + line, bos=False)) < tokens - 8:
+        body += line
+    return body + "    return total\n```"
+
+
+def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
+    """Coordinator seconds after a streamed ~300-token reply's last piece ÷ the turn's wall time.
+
+    The reply arrives in word-sized pieces at even intervals over REPLY_SECONDS; overlapped,
+    `stream_turn` encodes them as they come (as `solve` does for remote agents); not
+    overlapped, the whole reply is encoded after it ends."""
     before = _transcript_of(coordinator, 1024)
-    reply = " ".join(["value"] * REPLY_TOKENS)
+    reply = _reply_of(coordinator, REPLY_TOKENS)
+    pieces = re.findall(r"\s*\S+", reply)
     after = before.with_turn(Turn("agent1", Role.WORKER, reply))
 
-    def once() -> float:
+    def overlapped() -> float:
+        coordinator.reset()
+        coordinator.encode(before)
+        stream = coordinator.stream_turn(before, "agent1", Role.WORKER)
+        began = time.perf_counter()
+        for i, piece in enumerate(pieces, start=1):
+            time.sleep(max(0.0, began + REPLY_SECONDS * i / len(pieces) - time.perf_counter()))
+            stream.feed(piece)
+        last = time.perf_counter()
+        stream.finish()
+        coordinator.encode(after)
+        return time.perf_counter() - last
+
+    def not_overlapped() -> float:
         coordinator.reset()
         coordinator.encode(before)
         return coordinator.encode(after).seconds
 
-    seconds = _median(once, repeats)
-    return seconds / (REPLY_SECONDS + seconds)
+    after_last = _median(overlapped, repeats)
+    after_end = _median(not_overlapped, repeats)
+    return {
+        "overlapped": after_last / (REPLY_SECONDS + after_last),
+        "non_overlapped": after_end / (REPLY_SECONDS + after_end),
+        "seconds_after_last_token": after_last,
+        "reply_tokens": len(coordinator.tokenize(reply, bos=False)),
+        "pieces": len(pieces),
+    }
+
+
+TUNING_TOKENS = 1024
+TUNING_BATCHES = (64, 128, 256, 512)
+
+
+def tuning(coordinator: Any) -> dict[str, float]:
+    """Full re-encode seconds of a ~1k-token transcript per (threads, batch size)."""
+    transcript = _transcript_of(coordinator, TUNING_TOKENS)
+    chosen = (coordinator.n_threads, coordinator.n_batch)
+    seconds = {}
+    try:
+        for threads in sorted({1, 2, chosen[0]}):
+            for n_batch in TUNING_BATCHES:
+                coordinator.configure(n_threads=threads, n_batch=n_batch)
+                coordinator.reset()
+                seconds[f"threads={threads} n_batch={n_batch}"] = round(coordinator.encode(transcript).seconds, 3)
+    finally:
+        coordinator.configure(n_threads=chosen[0], n_batch=chosen[1])
+    return seconds
 
 
 def trinity_command() -> list[str]:
@@ -184,7 +241,8 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
 
     reencode = _median(full, repeats)
     raw = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
-    share = streamed_call_share(coordinator, repeats)
+    stream = streamed_call_share(coordinator, repeats)
+    settings = tuning(coordinator)
     coordinator.close()
     training = train_throughput(sim_pool, generations)
     return {
@@ -193,13 +251,16 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "reencode_time_vs_raw": round(reencode / raw, 3),
         "reencode_seconds_4k": round(reencode, 3),
         "raw_eval_seconds_4k": round(raw, 3),
-        "coordinator_share_2s_call": round(share, 3),
-        "coordinator_share_2s_call_non_overlapped": round(share, 3),
-        "reply": {"tokens": REPLY_TOKENS, "seconds": REPLY_SECONDS, "overlapped_with_streaming": False},
+        "coordinator_share_2s_call": round(stream["overlapped"], 3),
+        "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
+        "reply": {"tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,
+                  "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3)},
         "train_episodes_per_hour": training["episodes_per_hour"],
         "train": training,
         "peak_rss_mb": round(solve_peak_rss_mb(problem), 1),
         "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
         "threads": coordinator.n_threads,
+        "n_batch": coordinator.n_batch,
+        "tuning_reencode_seconds_1k": settings,
         "tokens_4k": len(ids),
     }

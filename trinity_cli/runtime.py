@@ -65,12 +65,14 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     return PolicyChoice(head, str(path), meta)
 
 
-def build_coordinator(pool: Pool) -> Any:
+def build_coordinator(pool: Pool, sessions: int = 1) -> Any:
+    """The coordinator; `sessions` KV caches for that many concurrent episodes."""
     from trinity_cli.coordinator.llama import LlamaCoordinator
 
     spec = pool.coordinator
     return LlamaCoordinator(
-        coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads, token_position=spec.token_position
+        coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads, token_position=spec.token_position,
+        sessions=sessions,
     )
 
 
@@ -121,7 +123,7 @@ def open_caches(no_cache: bool) -> Caches:
     return Caches(ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"), root / "hidden.sqlite")
 
 
-def memo_coordinator(pool: Pool, caches: Caches) -> Any:
+def memo_coordinator(pool: Pool, caches: Caches, sessions: int = 1) -> Any:
     from trinity_cli.coordinator.memo import MemoCoordinator
 
-    return MemoCoordinator(build_coordinator(pool), backbone_of(pool).sha256, caches.memo_path)
+    return MemoCoordinator(build_coordinator(pool, sessions), backbone_of(pool).sha256, caches.memo_path)

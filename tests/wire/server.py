@@ -22,6 +22,7 @@ class Scripted:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # wait this long before answering (a hanging server)
     drop_after: int | None = None  # send this many body chunks, then cut the connection
+    chunk_gap_s: float = 0.0  # wait this long between body chunks (a reply that streams slowly)
 
 
 @dataclass
@@ -68,6 +69,8 @@ class WireServer:
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
+                    if i and reply.chunk_gap_s:
+                        time.sleep(reply.chunk_gap_s)
                     self.wfile.write(chunk)
                     self.wfile.flush()
 
@@ -96,17 +99,17 @@ def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
     return out
 
 
-def openai_stream(text: str, tokens_in: int = 20) -> Scripted:
-    """An OpenAI chat-completions stream of `text` in two chunks, with a usage chunk."""
-    half = len(text) // 2
+def openai_stream(text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float = 0.0) -> Scripted:
+    """An OpenAI chat-completions stream of `text` in `pieces` chunks, with a usage chunk."""
+    cuts = [len(text) * i // pieces for i in range(pieces + 1)]
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     events = [
-        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}, "finish_reason": None}]})
-        for piece in (text[:half], text[half:])
+        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text[a:b]}, "finish_reason": None}]})
+        for a, b in zip(cuts, cuts[1:])
     ]
     events.append((None, {**base, "choices": [], "usage": {"prompt_tokens": tokens_in, "completion_tokens": max(1, len(text) // 4),
                                                            "total_tokens": tokens_in + max(1, len(text) // 4)}}))
-    return Scripted(200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream")
+    return Scripted(200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream", chunk_gap_s=gap_s)
 
 
 def openai_json(text: str, tokens_in: int = 20) -> Scripted:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import click
 import typer
@@ -60,6 +61,16 @@ app.command("bench", help=bench_command.HELP)(bench_command.bench)
 app.command("doctor", help=doctor_command.HELP)(doctor_command.doctor)
 
 
+def exit_now(code: int) -> None:
+    """Exit without waiting for episodes still in flight on worker threads (train, eval): what
+    they would add is not kept anyway (checkpoints hold whole generations, caches every reply)."""
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)
@@ -68,7 +79,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort):
         stderr.print("interrupted", markup=False)
-        sys.exit(EXIT_INTERRUPTED)
+        exit_now(EXIT_INTERRUPTED)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -18,6 +18,9 @@ class Encoding:
 
 
 class Coordinator(Protocol):
+    """Coordinators that can encode a turn while it streams also have
+    `stream_turn(transcript, agent, role)` returning an object with `feed(text)` and `finish()`."""
+
     hidden_size: int
 
     def encode(self, transcript: Transcript) -> Encoding: ...

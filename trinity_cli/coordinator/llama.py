@@ -16,7 +16,15 @@ How a decision is encoded (transcript format in `core.transcript`):
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
   (`use_extra_bufts = False`) and no flash attention. With either on, the same token's state
   differs by ~5% (relative) depending on how the tokens were split into batches. Batches of
-  5 to 7 new tokens also take an inexact path; they are widened to 8.
+  fewer than 8 tokens also take an inexact path (measured: chunks of 1 to 7 change the state,
+  any split into chunks of 8 or more gives identical bits), so no batch is ever smaller.
+- With `sessions = N` (train and eval with several workers) there are N llama.cpp contexts on
+  the one loaded model, each with its own KV cache; an encode takes the context where it
+  costs least (longest reusable prefix, least to drop), so concurrent episodes keep their own
+  prefixes instead of evicting each other's.
+- While an agent's reply streams, `stream_turn` evaluates the partial turn on a background
+  thread (`prefill`), so the decision after the reply evaluates only its last tokens and the
+  cue. The partial turn's last few tokens are held back: more text can change how they split.
 - The vector is llama.cpp's `t_embd`: the last layer's output **after** the final RMS norm,
   at `token_position` of the cue (default -2, the penultimate token: the paper's choice).
 
@@ -30,13 +38,17 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from trinity_cli.coordinator.base import Encoding
-from trinity_cli.core.transcript import DECISION_CUE, TRANSCRIPT_FORMAT, Transcript
+from trinity_cli.core.roles import Role
+from trinity_cli.core.transcript import DECISION_CUE, TRANSCRIPT_FORMAT, Transcript, Turn
 from trinity_cli.errors import ConfigError
 
 DEFAULT_TOKEN_POSITION = -2
@@ -71,9 +83,29 @@ def default_threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-# llama.cpp's CPU matmul gives different results (~2% relative, measured) for a batch of 5, 6
-# or 7 new tokens after the cached prefix; such a step re-evaluates a few cached tokens instead.
-_INEXACT_BATCH_SIZES = (5, 6, 7)
+# llama.cpp's CPU kernels give different results (~5% relative, measured) for batches of fewer
+# than 8 tokens; such a step re-evaluates a few cached tokens instead.
+MIN_EXACT_BATCH = 8
+# Tokens at the end of a still-streaming turn that prefill leaves for the final encode.
+STREAM_HOLD_BACK = 3
+# Prefill evaluates at most this many tokens per call, so a finished reply waits little for it.
+STREAM_CHUNK = 64
+
+
+@dataclass
+class _Session:
+    """One llama.cpp context: a KV cache and the token ids it holds, in order."""
+
+    ctx: Any
+    memory: Any
+    cached: list[int] = field(default_factory=list)
+    last_used: int = 0
+
+    def common_prefix(self, ids: list[int]) -> int:
+        common, limit = 0, min(len(self.cached), len(ids))
+        while common < limit and self.cached[common] == ids[common]:
+            common += 1
+        return common
 
 
 class LlamaCoordinator:
@@ -84,10 +116,11 @@ class LlamaCoordinator:
         model_path: str | Path,
         *,
         n_ctx: int = 8192,
-        n_batch: int = 512,
+        n_batch: int = 256,  # 128 to 512 measure the same within noise (`trinity bench` tuning_*)
         n_threads: int | None = None,
         token_position: int = DEFAULT_TOKEN_POSITION,
         max_turn_tokens: int = 1024,
+        sessions: int = 1,
     ) -> None:
         quiet_llama_logs()
         import llama_cpp as ll
@@ -119,18 +152,20 @@ class LlamaCoordinator:
         # tokens were split into batches (5% relative difference measured here), which
         # would break exact prefix reuse; plain attention gives identical states.
         params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        self._ctx = ll.llama_init_from_model(self._model, params)
-        if not self._ctx:
-            raise ConfigError(f"could not create a llama.cpp context (n_ctx={n_ctx}) for {self.model_path}")
-        self._memory = ll.llama_get_memory(self._ctx)
-        self.n_ctx = ll.llama_n_ctx(self._ctx)
-        self.n_batch = n_batch
+        self._params = params
+        self._sessions: list[_Session] = []
+        self.max_sessions = max(1, sessions)
+        self._session = self._new_session()
+        self.n_ctx = ll.llama_n_ctx(self._session.ctx)
+        self.n_batch = self._context_batch = n_batch
         self.n_threads = threads
         self.hidden_size = int(ll.llama_model_n_embd(self._model))
         self.token_position = token_position
         self.max_turn_tokens = max_turn_tokens
         self._batch = ll.llama_batch_init(n_batch, 0, 1)
-        self._cached: list[int] = []  # token ids whose KV is in the cache, in order
+        # One decode at a time: the sessions share the batch, and the cores.
+        self._lock = threading.Lock()
+        self._uses = 0
         self._segment_tokens: dict[tuple[str, bool], list[int]] = {}
         self.cue_tokens = self.tokenize(DECISION_CUE, bos=False)
         if not -len(self.cue_tokens) <= token_position < 0:
@@ -155,9 +190,9 @@ class LlamaCoordinator:
         self._segment_tokens[key] = tokens
         return tokens
 
-    def transcript_tokens(self, transcript: Transcript) -> list[int]:
+    def transcript_tokens(self, transcript: Transcript, *, last_open: bool = False) -> list[int]:
         """The token ids of a transcript under the overflow policy, cue excluded."""
-        segments = transcript.coordinator_segments()
+        segments = transcript.coordinator_segments(last_open=last_open)
         problem = self.tokenize(segments[0], bos=True)[: self.n_ctx // 2]
         turns = [self.tokenize(s, bos=False)[: self.max_turn_tokens] for s in segments[1:]]
         room = self.n_ctx - len(problem) - len(self.cue_tokens)
@@ -176,41 +211,92 @@ class LlamaCoordinator:
         return self.encode_tokens(self.transcript_tokens(transcript))
 
     def encode_tokens(self, ids: list[int]) -> Encoding:
-        """The hidden state at the cue after `ids`, evaluating only what the cache lacks."""
+        """The hidden state at the cue after `ids`, evaluating only what the cache lacks.
+
+        The cue is evaluated up to the decision token; the batch that outputs it (every token
+        of an embeddings batch goes through the vocabulary projection) is its last
+        MIN_EXACT_BATCH tokens, and everything before is evaluated without outputs."""
         started = time.perf_counter()
-        wanted = ids + self.cue_tokens
-        target = len(wanted) + self.token_position
-        common = 0
-        limit = min(len(self._cached), len(wanted))
-        while common < limit and self._cached[common] == wanted[common]:
-            common += 1
-        start = min(common, target)  # the target token itself must be evaluated to be read
-        if len(ids) - start in _INEXACT_BATCH_SIZES:
-            start = max(0, len(ids) - 8)  # re-evaluate a few cached tokens: a batch of 8 is exact
-        if start < len(self._cached):
-            if not self._ll.llama_memory_seq_rm(self._memory, 0, start, -1):
-                self.reset()
-                start = 0
-            self._cached = self._cached[:start]
-        cue_start = max(start, len(ids))
-        self._decode(wanted, start, cue_start, embeddings=False)
-        self._decode(wanted, cue_start, len(wanted), embeddings=True)
-        pointer = self._ll.llama_get_embeddings_ith(self._ctx, target - cue_start)
-        if not pointer:
-            raise RuntimeError("llama.cpp returned no embedding for the decision token")
-        hidden = np.ctypeslib.as_array(pointer, shape=(self.hidden_size,)).astype(np.float32)
+        wanted = (ids + self.cue_tokens)[: len(ids) + len(self.cue_tokens) + self.token_position + 1]
+        outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
+        with self._lock:
+            self._pick_session(wanted)
+            start = min(self._session.common_prefix(wanted), len(ids), outputs_from)  # the cue is always evaluated
+            if 0 < outputs_from - start < MIN_EXACT_BATCH:
+                start = max(0, outputs_from - MIN_EXACT_BATCH)
+            self._truncate(start)
+            self._decode(wanted, start, outputs_from, embeddings=False)
+            self._decode(wanted, outputs_from, len(wanted), embeddings=True)
+            pointer = self._ll.llama_get_embeddings_ith(self._session.ctx, -1)
+            if not pointer:
+                raise RuntimeError("llama.cpp returned no embedding for the decision token")
+            hidden = np.ctypeslib.as_array(pointer, shape=(self.hidden_size,)).astype(np.float32)
         return Encoding(hidden, time.perf_counter() - started, len(wanted) - start)
 
+    def prefill(self, transcript: Transcript, max_tokens: int = STREAM_CHUNK) -> int:
+        """Evaluate a transcript whose last turn is still being written, cue excluded.
+
+        Only whole batches of at least MIN_EXACT_BATCH stable tokens are evaluated, so the state
+        the next `encode` reads is bit-identical to a full re-encode. Returns tokens evaluated."""
+        ids = self.transcript_tokens(transcript, last_open=True)[:-STREAM_HOLD_BACK]
+        with self._lock:
+            self._pick_session(ids)
+            start = self._session.common_prefix(ids)
+            end = min(len(ids), start + max(max_tokens, MIN_EXACT_BATCH))
+            if end - start < MIN_EXACT_BATCH:
+                return 0
+            self._truncate(start)
+            self._decode(ids, start, end, embeddings=False)
+        return end - start
+
+    def stream_turn(self, transcript: Transcript, agent: str, role: Role) -> StreamingPrefill:
+        """Start encoding the next turn (by `agent` as `role`) while its text streams in."""
+        return StreamingPrefill(self, transcript, agent, role)
+
+    def _new_session(self) -> _Session:
+        ctx = self._ll.llama_init_from_model(self._model, self._params)
+        if not ctx:
+            raise ConfigError(f"could not create a llama.cpp context (n_ctx={self._params.n_ctx}) for {self.model_path}")
+        session = _Session(ctx, self._ll.llama_get_memory(ctx))
+        self._sessions.append(session)
+        return session
+
+    def _pick_session(self, ids: list[int]) -> None:
+        """Make the session that costs least for `ids` current: most reused, least dropped."""
+        def gain(session: _Session) -> tuple[int, int]:
+            common = session.common_prefix(ids)
+            return common - (len(session.cached) - common), -session.last_used
+
+        best = max(self._sessions, key=gain)
+        if best.cached and gain(best)[0] <= 0 and len(self._sessions) < self.max_sessions:
+            best = self._new_session()
+        self._uses += 1
+        best.last_used = self._uses
+        self._session = best
+
+    def _truncate(self, start: int) -> None:
+        """Drop the current session's cached tokens from `start` on."""
+        session = self._session
+        if start < len(session.cached):
+            if not self._ll.llama_memory_seq_rm(session.memory, 0, start, -1):
+                self._ll.llama_memory_clear(session.memory, True)
+                session.cached = []
+                return
+            session.cached = session.cached[:start]
+
     def _decode(self, tokens: list[int], begin: int, end: int, *, embeddings: bool) -> None:
-        """Evaluate tokens[begin:end] at their positions; with embeddings, output all of them."""
+        """Evaluate tokens[begin:end] at their positions; with embeddings, output all of them.
+
+        Batches are cut so that none is smaller than MIN_EXACT_BATCH (when the span allows)."""
         if begin >= end:
             return
-        ll, batch = self._ll, self._batch
-        ll.llama_set_embeddings(self._ctx, embeddings)
-        for chunk in range(begin, end, self.n_batch):
+        ll, batch, session = self._ll, self._batch, self._session
+        ll.llama_set_embeddings(session.ctx, embeddings)
+        chunk = begin
+        while chunk < end:
             stop = min(end, chunk + self.n_batch)
-            if embeddings and stop < end:
-                raise RuntimeError("the decision cue must fit in one batch")
+            if 0 < end - stop < MIN_EXACT_BATCH:
+                stop = end - MIN_EXACT_BATCH
             for i, pos in enumerate(range(chunk, stop)):
                 batch.token[i] = tokens[pos]
                 batch.pos[i] = pos
@@ -218,26 +304,78 @@ class LlamaCoordinator:
                 batch.seq_id[i][0] = 0
                 batch.logits[i] = embeddings
             batch.n_tokens = stop - chunk
-            status = ll.llama_decode(self._ctx, batch)
+            status = ll.llama_decode(session.ctx, batch)
             if status != 0:
                 self.reset()
                 raise RuntimeError(f"llama_decode failed with status {status}")
-            self._cached.extend(tokens[chunk:stop])
+            session.cached.extend(tokens[chunk:stop])
+            chunk = stop
+
+    def configure(self, *, n_threads: int, n_batch: int) -> None:
+        """Change threads and batch size (at most the context's) for what follows: `trinity bench`
+        measures the choices. Any batch split of 8+ tokens gives the same states, so neither
+        changes a decision."""
+        for session in self._sessions:
+            self._ll.llama_set_n_threads(session.ctx, n_threads, n_threads)
+        self.n_threads = n_threads
+        self.n_batch = max(MIN_EXACT_BATCH, min(n_batch, self._context_batch))
 
     def reset(self) -> None:
-        """Forget the KV cache (the next decision re-encodes from scratch)."""
-        self._ll.llama_memory_clear(self._memory, True)
-        self._cached = []
+        """Forget every KV cache (the next decision re-encodes from scratch)."""
+        for session in self._sessions:
+            self._ll.llama_memory_clear(session.memory, True)
+            session.cached = []
 
     def close(self) -> None:
-        if getattr(self, "_ctx", None):
+        if getattr(self, "_sessions", None):
             self._ll.llama_batch_free(self._batch)
-            self._ll.llama_free(self._ctx)
+            for session in self._sessions:
+                self._ll.llama_free(session.ctx)
             self._ll.llama_model_free(self._model)
-            self._ctx = None
+            self._sessions = []
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:
             self.close()
         except Exception:
+            pass
+
+
+class StreamingPrefill:
+    """A turn being streamed: its text so far is prefilled on a background thread.
+
+    `feed` only appends (the agent's stream is never slowed); the thread evaluates whatever has
+    arrived in chunks of at most STREAM_CHUNK tokens. `finish` stops it after the chunk in
+    flight. A failure here only costs speed: the next `encode` evaluates what is missing."""
+
+    def __init__(self, coordinator: LlamaCoordinator, transcript: Transcript, agent: str, role: Role) -> None:
+        self._coordinator = coordinator
+        self._partial = lambda text: transcript.with_turn(Turn(agent, role, text))
+        self._pieces: list[str] = []
+        self._arrived = threading.Event()
+        self._stopping = False
+        self.tokens = 0  # evaluated while streaming
+        self._thread = threading.Thread(target=self._run, name="trinity-prefill", daemon=True)
+        self._thread.start()
+
+    def feed(self, piece: str) -> None:
+        self._pieces.append(piece)
+        self._arrived.set()
+
+    def finish(self) -> None:
+        self._stopping = True
+        self._arrived.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping:
+                self._arrived.wait()
+                self._arrived.clear()
+                while not self._stopping:  # catch up with everything that has arrived
+                    evaluated = self._coordinator.prefill(self._partial("".join(self._pieces)))
+                    self.tokens += evaluated
+                    if not evaluated:
+                        break
+        except Exception:  # pragma: no cover - llama.cpp failures resurface in the next encode
             pass

@@ -4,12 +4,16 @@ The head is linear in the hidden state, and the candidates of a generation see m
 transcripts (every candidate's first decision on a task, for a start), so each distinct
 transcript is encoded once; the rest reuse the inner coordinator's KV prefix. Optionally
 persisted in SQLite so a second run encodes nothing.
+
+It has no `stream_turn`: train and eval run episodes concurrently, where prefilling one
+episode's streaming reply would only evict another's KV prefix; throughput, not the latency
+of one turn, is what counts there.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from trinity_cli.coordinator.base import Encoding
 from trinity_cli.core.transcript import Transcript
+from trinity_cli.store import KeyValueStore
 
 
 class MemoCoordinator:
@@ -27,11 +32,8 @@ class MemoCoordinator:
         self.memory: dict[str, np.ndarray] = {}
         self.hits = 0
         self.misses = 0
-        self._db = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path)
-            self._db.execute("CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, vec BLOB)")
+        self._db = None if path is None else KeyValueStore(path, "states", "vec", "BLOB")
+        self._lock = threading.Lock()  # concurrent episodes share the memo and the KV cache
 
     @property
     def saved_fraction(self) -> float:
@@ -41,21 +43,21 @@ class MemoCoordinator:
 
     def encode(self, transcript: Transcript) -> Encoding:
         started = time.perf_counter()
-        ids = self.inner.transcript_tokens(transcript)
-        key = hashlib.sha256((self._prefix + ",".join(map(str, ids))).encode()).hexdigest()
-        hidden = self.memory.get(key)
-        if hidden is None and self._db is not None:
-            row = self._db.execute("SELECT vec FROM states WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                hidden = np.frombuffer(row[0], dtype=np.float32).copy()
-                self.memory[key] = hidden
-        if hidden is not None:
-            self.hits += 1
-            return Encoding(hidden, time.perf_counter() - started, 0)
-        self.misses += 1
-        encoding = self.inner.encode_tokens(ids)
-        self.memory[key] = encoding.hidden
+        with self._lock:
+            ids = self.inner.transcript_tokens(transcript)
+            key = hashlib.sha256((self._prefix + ",".join(map(str, ids))).encode()).hexdigest()
+            hidden = self.memory.get(key)
+            if hidden is None and self._db is not None:
+                stored = self._db.get(key)
+                if stored is not None:
+                    hidden = np.frombuffer(stored, dtype=np.float32).copy()
+                    self.memory[key] = hidden
+            if hidden is not None:
+                self.hits += 1
+                return Encoding(hidden, time.perf_counter() - started, 0)
+            self.misses += 1
+            encoding = self.inner.encode_tokens(ids)
+            self.memory[key] = encoding.hidden
         if self._db is not None:
-            with self._db:
-                self._db.execute("INSERT OR REPLACE INTO states VALUES (?, ?)", (key, encoding.hidden.tobytes()))
+            self._db.put(key, encoding.hidden.tobytes())
         return encoding

@@ -78,6 +78,9 @@ class Agent:
     provider: Provider
     max_tokens: int
     prices: Prices = field(default_factory=Prices)
+    # The reply is written on another machine, so the coordinator can encode it as it streams
+    # without slowing it down (local models share this machine's cores: no).
+    encode_while_streaming: bool = False
 
     def worst_case_usd(self, request: Request) -> float:
         return self.prices.usd(request.prompt_bytes(), self.max_tokens)
@@ -296,18 +299,26 @@ def run_episode(
                 break
             on_event(TurnStarted(decision))
             started = time.perf_counter()
+            stream = _stream_turn(coordinator, policy, agent, state, decision)
+
+            def on_text(text: str, turn: int = decision.turn, stream: object = stream) -> None:
+                on_event(TextDelta(turn, text))
+                if stream is not None:
+                    stream.feed(text)
+
             try:
-                reply = agent.provider.complete(
-                    request, on_text=lambda text, turn=decision.turn: on_event(TextDelta(turn, text))
-                )
+                reply = agent.provider.complete(request, on_text=on_text)
             except ProviderError as exc:
-                if exc.partial:  # a reply that broke off mid-stream may be billed: settle the worst case
-                    budget.settle(reservation)
+                # a reply that broke off mid-stream may be billed: settle the worst case
+                budget.settle(reservation if exc.partial else 0.0, reservation)
                 state.verdict, state.error = PROVIDER_ERROR, exc.message
                 break
+            finally:
+                if stream is not None:
+                    stream.finish()
             if reply.seconds <= 0:
                 reply = _with_seconds(reply, time.perf_counter() - started)
-            budget.settle(reply.usd)
+            budget.settle(reply.usd, reservation)
             record = apply(state, decision, reply)
             if record is not None:
                 on_event(TurnFinished(record))
@@ -319,6 +330,14 @@ def run_episode(
     result = result_of(state)
     on_event(EpisodeFinished(result))
     return result
+
+
+def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision):
+    """The coordinator's encoder for this turn's streaming text, when it has one and it helps."""
+    begin = getattr(coordinator, "stream_turn", None)
+    if begin is None or not policy.needs_hidden or not agent.encode_while_streaming:
+        return None
+    return begin(state.transcript, decision.agent, decision.role)
 
 
 def _with_seconds(reply: Reply, seconds: float) -> Reply:

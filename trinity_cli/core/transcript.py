@@ -66,12 +66,15 @@ class Transcript:
                 return turn.answer
         return None
 
-    def coordinator_segments(self) -> list[str]:
-        """The ``trinity-tf1`` segments, problem first; the cue is not included."""
+    def coordinator_segments(self, *, last_open: bool = False) -> list[str]:
+        """The ``trinity-tf1`` segments, problem first; the cue is not included.
+
+        `last_open`: the last turn is still being written, so its segment has no end tag yet."""
         segments = [f"Task:\n{self.problem.text.strip()}\n"]
         for i, turn in enumerate(self.turns, start=1):
             tag = f"turn {i} | {turn.agent} | {turn.role.value}"
-            segments.append(f"\n[{tag}]\n{turn.text.strip()}\n[end of {tag}]\n")
+            end = "" if last_open and i == len(self.turns) else f"\n[end of {tag}]\n"
+            segments.append(f"\n[{tag}]\n{turn.text.strip()}{end}")
         return segments
 
     def agent_view(self) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.providers.base import Provider, Reply, Request, TextCallback
+from trinity_cli.store import KeyValueStore
 
 
 @dataclass
@@ -31,24 +32,27 @@ class CacheStats:
 
 class ResponseStore:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path)
-        self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT)")
+        self._table = KeyValueStore(path, "replies", "reply", "TEXT")
+        self._stats_lock = threading.Lock()
         self.stats = CacheStats()
 
     def get(self, key: str) -> Reply | None:
-        row = self._db.execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
-        return None if row is None else Reply(**json.loads(row[0]))
+        """The stored reply, counting a hit or a miss."""
+        stored = self._table.get(key)
+        with self._stats_lock:
+            if stored is None:
+                self.stats.misses += 1
+            else:
+                self.stats.hits += 1
+        return None if stored is None else Reply(**json.loads(stored))
 
     def put(self, key: str, reply: Reply) -> None:
-        with self._db:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, json.dumps(asdict(reply))))
+        self._table.put(key, json.dumps(asdict(reply)))
 
     def size(self) -> tuple[int, int]:
         """(entries, bytes on disk)."""
-        count = self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
-        return int(count), self.path.stat().st_size if self.path.exists() else 0
+        return self._table.count(), self.path.stat().st_size if self.path.exists() else 0
 
 
 class CachingProvider:
@@ -70,11 +74,9 @@ class CachingProvider:
         key = self.key(request)
         cached = self.store.get(key)
         if cached is not None:
-            self.store.stats.hits += 1
             if on_text:
                 on_text(cached.text)
             return cached
-        self.store.stats.misses += 1
         reply = self.inner.complete(request, on_text)
         self.store.put(key, reply)
         return reply

@@ -8,7 +8,8 @@ rarely writes a clean verdict, so a completion-mode Verifier compares the log-pr
 the continuations " ACCEPT" and " REJECT" and reports the likelier one.
 
 `mode = "chat"` is for instruction-tuned GGUFs and uses the model's own chat template.
-Agents on the same file and context size share one loaded model. Each call evaluates its
+Agents on the same file and context size share one loaded model, one call at a time (a lock:
+concurrent episodes in train and eval take turns). Each call evaluates its
 prompt from scratch: llama-cpp-python's default CPU kernels make logits depend on how tokens
 were split into batches, so reusing a cached prefix would make "the same call gives the same
 reply" (sampling is seeded by the prompt) only approximately true.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +36,20 @@ PROSE_STOPS = ("\n## ", "\n\n\n", "```")
 _TOP_LEVEL = re.compile(r"\n(?=\S)")
 VERDICT_WORDS = {"accept": " ACCEPT", "reject": " REJECT"}
 
-_LOADED: dict[tuple[Path, int], Any] = {}
+_LOADED: dict[tuple[Path, int], tuple[Any, threading.Lock]] = {}
+_LOADING = threading.Lock()
 
 
-def load_llama(path: Path, n_ctx: int) -> Any:
+def load_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
+    """The loaded model for (file, context size), and the lock its calls take."""
     key = (path, n_ctx)
-    if key not in _LOADED:
-        quiet_llama_logs()
-        from llama_cpp import Llama
+    with _LOADING:
+        if key not in _LOADED:
+            quiet_llama_logs()
+            from llama_cpp import Llama
 
-        _LOADED[key] = Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=default_threads(), verbose=False
-        )
+            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=default_threads(), verbose=False)
+            _LOADED[key] = (llm, threading.Lock())
     return _LOADED[key]
 
 
@@ -55,18 +59,19 @@ class LocalProvider:
         self.prices = Prices(0.0, 0.0)
         self.mode = spec.mode or "completion"
         self.temperature = 0.0 if spec.temperature is None else spec.temperature
-        self._llm = load_llama(resolve_model(spec.model), spec.n_ctx)
+        self._llm, self._lock = load_llama(resolve_model(spec.model), spec.n_ctx)
 
     def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
         watch = Stopwatch()
-        if self.mode == "chat":
-            text, tokens_in, tokens_out = self._chat(request, on_text)
-        elif request.role is Role.VERIFIER:
-            text, tokens_in, tokens_out = self._judge(request)
-            if on_text:
-                on_text(text)
-        else:
-            text, tokens_in, tokens_out = self._complete(request, on_text)
+        with self._lock:
+            if self.mode == "chat":
+                text, tokens_in, tokens_out = self._chat(request, on_text)
+            elif request.role is Role.VERIFIER:
+                text, tokens_in, tokens_out = self._judge(request)
+                if on_text:
+                    on_text(text)
+            else:
+                text, tokens_in, tokens_out = self._complete(request, on_text)
         return Reply(text, tokens_in, tokens_out, 0.0, watch.seconds)
 
     def _prompt_tokens(self, request: Request, reserve: int) -> list[int]:

@@ -43,7 +43,8 @@ def build_agents(
         provider = build_provider(spec, by_id)
         if store is not None:
             provider = CachingProvider(provider, spec, store)
-        agents.append(Agent(spec.name, provider, spec.max_tokens, prices))
+        remote = spec.provider not in ("local", "sim")
+        agents.append(Agent(spec.name, provider, spec.max_tokens, prices, encode_while_streaming=remote))
     return agents
 
 

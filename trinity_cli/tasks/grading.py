@@ -8,9 +8,10 @@ same answer disagree, and a second run grades nothing again.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+import threading
 from pathlib import Path
 
+from trinity_cli.store import KeyValueStore
 from trinity_cli.tasks.sandbox import Limits, run_python
 from trinity_cli.tasks.taskset import Task
 
@@ -29,11 +30,10 @@ class Grader:
         self.timeout_s = timeout_s
         self.memory: dict[str, bool] = {}
         self.runs = 0
+        self._runs_lock = threading.Lock()
         self._db = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path)
-            self._db.execute("CREATE TABLE IF NOT EXISTS grades (key TEXT PRIMARY KEY, passed INTEGER)")
+            self._db = KeyValueStore(path, "grades", "passed", "INTEGER")
 
     def passes(self, task: Task, answer: str | None) -> bool:
         if not answer:
@@ -42,14 +42,14 @@ class Grader:
         if key in self.memory:
             return self.memory[key]
         if self._db is not None:
-            row = self._db.execute("SELECT passed FROM grades WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                self.memory[key] = bool(row[0])
+            stored = self._db.get(key)
+            if stored is not None:
+                self.memory[key] = bool(stored)
                 return self.memory[key]
         passed = run_check(task, answer, self.timeout_s)
-        self.runs += 1
+        with self._runs_lock:
+            self.runs += 1
         self.memory[key] = passed
         if self._db is not None:
-            with self._db:
-                self._db.execute("INSERT OR REPLACE INTO grades VALUES (?, ?)", (key, int(passed)))
+            self._db.put(key, int(passed))
         return passed

@@ -20,7 +20,7 @@ from trinity_cli.core.head import PipelinePolicy, PlanPolicy, RandomPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.fitness import play
+from trinity_cli.train.fitness import Outcome, in_parallel, play
 
 SCHEMA_VERSION = 1
 
@@ -50,38 +50,46 @@ class Row:
 
 
 def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, policy: Any,
-               grader: Grader, max_turns: int, samples: int = 0, seed: int = 0) -> Row:
-    passes, usd, turns = [], 0.0, 0
-    for index, task in enumerate(tasks):
+               grader: Grader, max_turns: int, samples: int = 0, seed: int = 0,
+               workers: int = 1) -> Row:
+    def episodes(index: int, task: Task) -> list[Callable[[], Outcome]]:
         draws = [None] if samples == 0 else [(seed, index, s) for s in range(samples)]
-        results = [play(task, agents, coordinator, policy, grader, max_turns=max_turns, sample_seed=d) for d in draws]
-        passes.append(float(np.mean([r.passed for r in results])))
-        usd += sum(r.usd for r in results) / len(results)
-        turns += sum(r.turns for r in results) / len(results)
+        return [lambda d=d: play(task, agents, coordinator, policy, grader, max_turns=max_turns, sample_seed=d)
+                for d in draws]
+
+    groups = [episodes(i, task) for i, task in enumerate(tasks)]
+    flat = iter(in_parallel([call for group in groups for call in group], workers))
+    results = [[next(flat) for _ in group] for group in groups]
+    passes = [float(np.mean([r.passed for r in rs])) for rs in results]
+    usd = sum(sum(r.usd for r in rs) / len(rs) for rs in results)
+    turns = sum(sum(r.turns for r in rs) / len(rs) for rs in results)
     return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks))
 
 
-def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader) -> Row:
+def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, workers: int = 1) -> Row:
     n = len(agents)
     plans = [((w, Role.WORKER),) for w in range(n)]
     plans += [((t, Role.THINKER), (w, Role.WORKER)) for t in range(n) for w in range(n)]
-    passes, usd, turns = [], 0.0, 0
-    for task in tasks:
-        solved = False
+
+    def solve(task: Task) -> tuple[bool, float, int]:
+        usd, turns = 0.0, 0
         for plan in plans:
             outcome = play(task, agents, None, PlanPolicy(n, plan), grader, max_turns=len(plan))
             usd += outcome.usd
             turns += outcome.turns
             if outcome.passed:
-                solved = True
-                break
-        passes.append(float(solved))
-    return Row("oracle", tuple(passes), usd / len(tasks), turns / len(tasks))
+                return True, usd, turns
+        return False, usd, turns
+
+    solved = in_parallel([lambda task=task: solve(task) for task in tasks], workers)
+    return Row("oracle", tuple(float(s) for s, _, _ in solved), sum(u for _, u, _ in solved) / len(tasks),
+               sum(t for _, _, t in solved) / len(tasks))
 
 
 def evaluate(
     tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, head: Any, grader: Grader,
     *, max_turns: int, samples: int = 0, seed: int = 0, on_row: Callable[[Row], None] = lambda row: None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     n = len(agents)
     rows: list[Row] = []
@@ -90,13 +98,15 @@ def evaluate(
         rows.append(row)
         on_row(row)
 
-    add(run_policy("trained", tasks, agents, coordinator, head, grader, max_turns, samples, seed))
-    add(run_policy("random", tasks, agents, None, RandomPolicy(n), grader, max_turns, max(1, samples), seed))
+    add(run_policy("trained", tasks, agents, coordinator, head, grader, max_turns, samples, seed, workers))
+    add(run_policy("random", tasks, agents, None, RandomPolicy(n), grader, max_turns, max(1, samples), seed, workers))
     for agent in agents:
-        add(run_policy(f"pipeline:{agent.name}", tasks, [agent], None, PipelinePolicy(1), grader, max(3, max_turns)))
+        add(run_policy(f"pipeline:{agent.name}", tasks, [agent], None, PipelinePolicy(1), grader, max(3, max_turns),
+                       workers=workers))
     for i, agent in enumerate(agents):
-        add(run_policy(f"single:{agent.name}", tasks, agents, None, PlanPolicy(n, ((i, Role.WORKER),)), grader, 1))
-    add(oracle_row(tasks, agents, grader))
+        add(run_policy(f"single:{agent.name}", tasks, agents, None, PlanPolicy(n, ((i, Role.WORKER),)), grader, 1,
+                       workers=workers))
+    add(oracle_row(tasks, agents, grader, workers))
     best_single = max((r for r in rows if r.policy.startswith(("single:", "pipeline:"))), key=lambda r: r.pass_at_1)
     trained = rows[0]
     err_best = 1.0 - best_single.pass_at_1

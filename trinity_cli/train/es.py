@@ -13,7 +13,8 @@ CPU in well under an hour (see the README).
   (uniform choices). With `project = K` the head works on the top-K principal components of
   those states, whitened to unit variance.
 - Tasks are played one at a time for all candidates, so the coordinator's KV cache keeps the
-  task's prefix and the memo answers every transcript seen before.
+  task's prefix and the memo answers every transcript seen before; the candidates' episodes
+  of a task run `workers` at a time (see `fitness.in_parallel`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from trinity_cli.core.head import N_ROLES, LinearHead
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train import checkpoint
-from trinity_cli.train.fitness import Outcome, fitness, play
+from trinity_cli.train.fitness import Outcome, fitness, in_parallel, play
 from trinity_cli.train.imitate import pipeline_transcripts
 
 STATS_TASKS = 40  # training tasks whose pipeline transcripts give the normalisation statistics
@@ -113,8 +115,11 @@ def train(
     fingerprint: dict[str, Any] | None = None,
     on_generation: Callable[[GenerationReport], None] = lambda report: None,
     stop_after: int | None = None,
+    workers: int = 1,
 ) -> TrainResult:
-    """Run (or resume) the ask/tell loop; `stop_after` ends early after that generation."""
+    """Run (or resume) the ask/tell loop; `stop_after` ends early after that generation.
+
+    `workers` changes only the speed, never the result, so it is not part of the fingerprint."""
     from cmaes import SepCMA
 
     fingerprint = {**(fingerprint or {}), **asdict(settings), "tasks": [t.task_id for t in tasks]}
@@ -141,16 +146,15 @@ def train(
         batch = batch_for(tasks, settings, generation)
         outcomes: list[list[Outcome]] = [[] for _ in candidates]
         for task_index in batch:  # task-major: the KV prefix and memo serve all candidates
-            for c, head in enumerate(heads):
-                outcome = play(
-                    tasks[task_index], agents, coordinator, head, grader, max_turns=settings.max_turns,
-                    sample_seed=(settings.seed, generation, c, task_index), budget=budget,
-                )
+            task_outcomes = in_parallel([
+                partial(play, tasks[task_index], agents, coordinator, head, grader, max_turns=settings.max_turns,
+                        sample_seed=(settings.seed, generation, c, task_index), budget=budget)
+                for c, head in enumerate(heads)
+            ], workers)
+            for c, outcome in enumerate(task_outcomes):
                 outcomes[c].append(outcome)
-                if outcome.verdict == "budget":
-                    stopped_for_budget = True
-                    break
-            if stopped_for_budget:
+            if any(outcome.verdict == "budget" for outcome in task_outcomes):
+                stopped_for_budget = True
                 break
         if stopped_for_budget:  # never tell the optimizer a partial population
             break

@@ -3,13 +3,19 @@
 fitness(head) = mean pass over the generation's mini-batch − cost_weight × mean $ per task
 (cost_weight defaults to 0, as in the paper). A task passes when its latest Worker answer passes
 the task's tests, whatever the verdict; `no_answer` scores 0.
+
+Episodes are independent given their seeds, so `in_parallel` runs several at once on threads:
+their agents' network waits overlap, while the coordinator and local models take turns (each
+holds a lock). Exact prefix reuse makes every hidden state the same in any order, so the
+results do not depend on the number of workers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import BUDGET, Agent, run_episode
@@ -47,3 +53,25 @@ def play(
 def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0) -> float:
     n = len(outcomes)
     return sum(o.passed for o in outcomes) / n - cost_weight * sum(o.usd for o in outcomes) / n
+
+
+T = TypeVar("T")
+NETWORK_WORKERS = 4
+
+
+def default_workers(agents: Sequence[Agent]) -> int:
+    """Concurrency pays only while agents wait on the network; with local and simulated agents
+    every episode needs this machine's cores, and interleaved episodes cost the coordinator its
+    KV prefix (measured on the sim pool: 4 workers 38% slower than 1)."""
+    return NETWORK_WORKERS if any(a.encode_while_streaming for a in agents) else 1
+
+
+def in_parallel(calls: Sequence[Callable[[], T]], workers: int) -> list[T]:
+    """Each call's result, in order; up to `workers` at once."""
+    if workers <= 1 or len(calls) <= 1:
+        return [call() for call in calls]
+    pool = ThreadPoolExecutor(min(workers, len(calls)), thread_name_prefix="trinity-episode")
+    try:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+    finally:  # on Ctrl-C or an error, start nothing more (the CLI does not wait for the rest)
+        pool.shutdown(wait=False, cancel_futures=True)
