@@ -10,6 +10,8 @@ Keys (scripts depend on them):
   time, for a 2 s streamed reply of ~300 tokens encoded while it streams (and
   coordinator_share_2s_call_non_overlapped: the same reply encoded after it ends);
 - train_episodes_per_hour: a real `train` run on the example sim pool with cold caches;
+- train_concurrency_speedup: training episodes whose agent calls each wait 1 s on a simulated
+  network, 1 worker ÷ 4 workers (wall time);
 - peak_rss_mb: peak RSS of `trinity solve` on the default pool;
 - help_time_vs_bare_typer: `trinity --help` wall time ÷ a bare Typer app's `--help`;
 - tuning_reencode_seconds_1k: the full re-encode of a ~1k-token transcript per thread count and
@@ -225,6 +227,60 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
     }
 
 
+NETWORK_LATENCY_S = 1.0  # remote LLM calls take seconds; this is the short end
+CONCURRENT_WORKERS = 4
+
+
+class _OverTheNetwork:
+    """A sim agent behind a simulated network round trip (what concurrency overlaps)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def complete(self, request: Any, on_text: Any = None) -> Any:
+        time.sleep(NETWORK_LATENCY_S)
+        return self.inner.complete(request, on_text)
+
+
+def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
+    """Wall time of 32 training episodes (4 tasks × 8 sampled heads, `--max-turns 3`) with 1
+    worker ÷ with CONCURRENT_WORKERS, each agent call taking NETWORK_LATENCY_S more."""
+    from dataclasses import replace
+    from functools import partial
+
+    import numpy as np
+
+    from trinity_cli.config import load_pool
+    from trinity_cli.coordinator.memo import MemoCoordinator
+    from trinity_cli.core.head import N_ROLES, LinearHead
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import backbone_of, build_coordinator
+    from trinity_cli.tasks.grading import Grader
+    from trinity_cli.tasks.taskset import load_humaneval, select_split
+    from trinity_cli.train.fitness import in_parallel, play
+
+    pool = load_pool(str(sim_pool))
+    tasks = load_humaneval()
+    agents = [replace(a, provider=_OverTheNetwork(a.provider)) for a in build_agents(pool.agents, tasks)]
+    coordinator = build_coordinator(pool, sessions=CONCURRENT_WORKERS)
+    rng = np.random.default_rng(0)
+    d = coordinator.hidden_size
+    heads = [LinearHead(rng.normal(0.0, 0.05, (len(agents) + N_ROLES, d)), np.zeros(d), np.ones(d)) for _ in range(8)]
+    seconds = {}
+    for workers in (1, CONCURRENT_WORKERS):
+        coordinator.reset()
+        memo, grader = MemoCoordinator(coordinator, backbone_of(pool).sha256), Grader()  # cold
+        calls = [partial(play, task, agents, memo, head, grader, max_turns=3, sample_seed=(0, c, i))
+                 for i, task in enumerate(select_split(tasks, "train")[:4]) for c, head in enumerate(heads)]
+        started = time.perf_counter()
+        in_parallel(calls, workers)
+        seconds[workers] = time.perf_counter() - started
+    coordinator.close()
+    return {"speedup": seconds[1] / seconds[CONCURRENT_WORKERS], "workers": CONCURRENT_WORKERS,
+            "network_latency_s": NETWORK_LATENCY_S, "episodes": len(calls),
+            "seconds_1_worker": round(seconds[1], 2), f"seconds_{CONCURRENT_WORKERS}_workers": round(seconds[CONCURRENT_WORKERS], 2)}
+
+
 def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> dict[str, Any]:
     from trinity_cli.config import load_pool
     from trinity_cli.runtime import build_coordinator, coordinator_path
@@ -245,6 +301,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
     settings = tuning(coordinator)
     coordinator.close()
     training = train_throughput(sim_pool, generations)
+    concurrency = concurrency_speedup(sim_pool)
     return {
         "prefix_reuse_speedup_4k": round(curve["4096"], 2),
         "prefix_reuse_curve": {k: round(v, 2) for k, v in curve.items()},
@@ -257,6 +314,8 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
                   "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3)},
         "train_episodes_per_hour": training["episodes_per_hour"],
         "train": training,
+        "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),
+        "train_concurrency": concurrency,
         "peak_rss_mb": round(solve_peak_rss_mb(problem), 1),
         "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
         "threads": coordinator.n_threads,
