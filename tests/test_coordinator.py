@@ -228,3 +228,13 @@ def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, 
     new_turns = sum(len(coordinator.tokenize(t.coordinator_segments()[-1], bos=False)) + len(coordinator.cue_tokens)
                     for t in a[1:] + b[1:])
     assert evaluated[2] <= new_turns < evaluated[1]
+
+
+def test_bench_streamed_call_measures_the_overlapped_and_plain_encodes(coordinator):
+    from trinity_cli.bench import streamed_call_share
+
+    result = streamed_call_share(coordinator, repeats=1)
+    assert 0 < result["overlapped"] < 1 and 0 < result["non_overlapped"] < 1
+    assert 250 <= result["reply_tokens"] <= 350  # "~300 tokens", as the key promises
+    # after a streamed reply only the held-back tokens, the end tag and the cue are left
+    assert result["final_encode_tokens"] <= tail_budget(coordinator, 99)

@@ -115,6 +115,8 @@ def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
     pieces = re.findall(r"\s*\S+", reply)
     after = before.with_turn(Turn("agent1", Role.WORKER, reply))
 
+    final_encodes = []
+
     def overlapped() -> float:
         coordinator.reset()
         coordinator.encode(before)
@@ -125,7 +127,7 @@ def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
             stream.feed(piece)
         last = time.perf_counter()
         stream.finish()
-        coordinator.encode(after)
+        final_encodes.append(coordinator.encode(after))
         return time.perf_counter() - last
 
     def not_overlapped() -> float:
@@ -139,6 +141,8 @@ def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
         "overlapped": after_last / (REPLY_SECONDS + after_last),
         "non_overlapped": after_end / (REPLY_SECONDS + after_end),
         "seconds_after_last_token": after_last,
+        "final_encode_seconds": statistics.median(e.seconds for e in final_encodes),
+        "final_encode_tokens": statistics.median(e.tokens for e in final_encodes),
         "reply_tokens": len(coordinator.tokenize(reply, bos=False)),
         "pieces": len(pieces),
     }
@@ -311,7 +315,9 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "coordinator_share_2s_call": round(stream["overlapped"], 3),
         "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
         "reply": {"tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,
-                  "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3)},
+                  "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3),
+                  "final_encode_seconds": round(stream["final_encode_seconds"], 3),
+                  "final_encode_tokens": stream["final_encode_tokens"]},
         "train_episodes_per_hour": training["episodes_per_hour"],
         "train": training,
         "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),

@@ -11,9 +11,10 @@ import typer
 from trinity_cli.cli.console import stderr
 
 HELP = """Measure, on the embedded Gemma GGUF and this machine, what the coordinator costs: prefix
-reuse speed-up, re-encode time against raw llama.cpp evaluation, its share of a streamed call,
-training episodes per hour on the sim pool, peak RSS of solve, --help start-up. Ratios, not
-pass/fail timings; --json prints one object."""
+reuse speed-up, re-encode time against raw llama.cpp evaluation, its share of a streamed call
+(encoded while it streams, and not), training episodes per hour on the sim pool, the speed-up
+of concurrent episodes, peak RSS of solve, --help start-up, and re-encode time per thread
+count and batch size. Ratios, not pass/fail timings; --json prints one object."""
 
 
 def bench(

@@ -10,9 +10,10 @@ How a decision is encoded (transcript format in `core.transcript`):
 - Sliding-window models (Gemma-3: 512-token windows) get a full-size SWA cache (`swa_full`),
   so removing the cue and appending never needs positions the window already evicted: reuse is
   exact, not approximate.
-- The transcript tokens are evaluated with embeddings off and no outputs (no lm_head work);
-  only the cue is evaluated with embeddings on. llama.cpp outputs every token of an embeddings
-  batch, so that batch is kept to the cue alone.
+- The transcript tokens are evaluated with embeddings off and no outputs (no lm_head work).
+  llama.cpp outputs (and projects onto the vocabulary) every token of an embeddings batch, so
+  that batch is the smallest exact one: the cue's last 8 tokens up to the decision token. The
+  tokens after the decision token are never evaluated (causal attention: they cannot change it).
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
   (`use_extra_bufts = False`) and no flash attention. With either on, the same token's state
   differs by ~5% (relative) depending on how the tokens were split into batches. Batches of
