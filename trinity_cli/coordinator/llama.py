@@ -221,8 +221,7 @@ class LlamaCoordinator:
         wanted = (ids + self.cue_tokens)[: len(ids) + len(self.cue_tokens) + self.token_position + 1]
         outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
         with self._lock:
-            self._pick_session(wanted)
-            start = min(self._session.common_prefix(wanted), len(ids), outputs_from)  # the cue is always evaluated
+            start = min(self._pick_session(wanted), len(ids), outputs_from)  # the cue is always evaluated
             if 0 < outputs_from - start < MIN_EXACT_BATCH:
                 start = max(0, outputs_from - MIN_EXACT_BATCH)
             self._truncate(start)
@@ -241,8 +240,7 @@ class LlamaCoordinator:
         the next `encode` reads is bit-identical to a full re-encode. Returns tokens evaluated."""
         ids = self.transcript_tokens(transcript, last_open=True)[:-STREAM_HOLD_BACK]
         with self._lock:
-            self._pick_session(ids)
-            start = self._session.common_prefix(ids)
+            start = self._pick_session(ids)
             end = min(len(ids), start + max(max_tokens, MIN_EXACT_BATCH))
             if end - start < MIN_EXACT_BATCH:
                 return 0
@@ -262,18 +260,20 @@ class LlamaCoordinator:
         self._sessions.append(session)
         return session
 
-    def _pick_session(self, ids: list[int]) -> None:
-        """Make the session that costs least for `ids` current: most reused, least dropped."""
-        def gain(session: _Session) -> tuple[int, int]:
+    def _pick_session(self, ids: list[int]) -> int:
+        """Make the session that costs least for `ids` current (most reused, least dropped;
+        ties: least recently used); returns how many of `ids` it already holds."""
+        scored = []
+        for session in self._sessions:
             common = session.common_prefix(ids)
-            return common - (len(session.cached) - common), -session.last_used
-
-        best = max(self._sessions, key=gain)
-        if best.cached and gain(best)[0] <= 0 and len(self._sessions) < self.max_sessions:
-            best = self._new_session()
+            scored.append((common - (len(session.cached) - common), -session.last_used, common, session))
+        gain, _, common, best = max(scored, key=lambda row: row[:2])
+        if best.cached and gain <= 0 and len(self._sessions) < self.max_sessions:
+            best, common = self._new_session(), 0
         self._uses += 1
         best.last_used = self._uses
         self._session = best
+        return common
 
     def _truncate(self, start: int) -> None:
         """Drop the current session's cached tokens from `start` on."""

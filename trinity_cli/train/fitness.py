@@ -6,8 +6,9 @@ the task's tests, whatever the verdict; `no_answer` scores 0.
 
 Episodes are independent given their seeds, so `in_parallel` runs several at once on threads:
 their agents' network waits overlap, while the coordinator and local models take turns (each
-holds a lock). Exact prefix reuse makes every hidden state the same in any order, so the
-results do not depend on the number of workers.
+holds a lock). Exact prefix reuse makes every hidden state the same in any order, so with
+deterministic agents (or a warm response cache) the results do not depend on the number of
+workers.
 """
 
 from __future__ import annotations
