@@ -192,7 +192,7 @@ def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
                              openai_stream("<verdict>ACCEPT</verdict>")]
         spec = AgentSpec("agent1", "openai", "m", base_url=server.url + "/v1")
         agents = build_agents([spec])
-        assert agents[0].encode_while_streaming
+        assert agents[0].remote
         coordinator.reset()
         result = run_episode(Problem("Write `is_prime(n)`.\n"), agents, coordinator,
                              ScriptedPolicy(((0, Role.WORKER), (0, Role.VERIFIER)), n_agents=1), max_turns=2)

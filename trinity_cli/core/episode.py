@@ -78,9 +78,9 @@ class Agent:
     provider: Provider
     max_tokens: int
     prices: Prices = field(default_factory=Prices)
-    # The reply is written on another machine, so the coordinator can encode it as it streams
-    # without slowing it down (local models share this machine's cores: no).
-    encode_while_streaming: bool = False
+    # The reply is written on another machine: the coordinator can encode it as it streams, and
+    # concurrent episodes overlap its waits, without slowing it (local models share our cores).
+    remote: bool = False
 
     def worst_case_usd(self, request: Request) -> float:
         return self.prices.usd(request.prompt_bytes(), self.max_tokens)
@@ -335,7 +335,7 @@ def run_episode(
 def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision):
     """The coordinator's encoder for this turn's streaming text, when it has one and it helps."""
     begin = getattr(coordinator, "stream_turn", None)
-    if begin is None or not policy.needs_hidden or not agent.encode_while_streaming:
+    if begin is None or not policy.needs_hidden or not agent.remote:
         return None
     return begin(state.transcript, decision.agent, decision.role)
 

@@ -43,8 +43,7 @@ def build_agents(
         provider = build_provider(spec, by_id)
         if store is not None:
             provider = CachingProvider(provider, spec, store)
-        remote = spec.provider not in ("local", "sim")
-        agents.append(Agent(spec.name, provider, spec.max_tokens, prices, encode_while_streaming=remote))
+        agents.append(Agent(spec.name, provider, spec.max_tokens, prices, remote=spec.provider not in ("local", "sim")))
     return agents
 
 
