@@ -102,6 +102,10 @@ class _Session:
     cached: list[int] = field(default_factory=list)
     last_used: int = 0
 
+    def clear(self, ll: Any) -> None:
+        ll.llama_memory_clear(self.memory, True)
+        self.cached = []
+
     def common_prefix(self, ids: list[int]) -> int:
         common, limit = 0, min(len(self.cached), len(ids))
         while common < limit and self.cached[common] == ids[common]:
@@ -117,7 +121,7 @@ class LlamaCoordinator:
         model_path: str | Path,
         *,
         n_ctx: int = 8192,
-        n_batch: int = 256,  # 128 to 512 measure the same within noise (`trinity bench` tuning_*)
+        n_batch: int = 256,  # with 512 the fastest in `trinity bench`'s tuning_reencode_seconds_1k
         n_threads: int | None = None,
         token_position: int = DEFAULT_TOKEN_POSITION,
         max_turn_tokens: int = 1024,
@@ -280,8 +284,7 @@ class LlamaCoordinator:
         session = self._session
         if start < len(session.cached):
             if not self._ll.llama_memory_seq_rm(session.memory, 0, start, -1):
-                self._ll.llama_memory_clear(session.memory, True)
-                session.cached = []
+                session.clear(self._ll)
                 return
             session.cached = session.cached[:start]
 
@@ -324,8 +327,7 @@ class LlamaCoordinator:
     def reset(self) -> None:
         """Forget every KV cache (the next decision re-encodes from scratch)."""
         for session in self._sessions:
-            self._ll.llama_memory_clear(session.memory, True)
-            session.cached = []
+            session.clear(self._ll)
 
     def close(self) -> None:
         if getattr(self, "_sessions", None):
