@@ -108,6 +108,25 @@ def test_small_steps_are_exact_too(coordinator, gap):
     assert np.array_equal(step.hidden, full.hidden)
 
 
+def test_graph_readout_equals_embeddings_mode_bit_for_bit(coordinator, gguf_path, monkeypatch):
+    """The callback readout (no vocabulary projection) and llama.cpp's embeddings mode, the
+    fallback for a graph without the readout tensor, give the same vector."""
+    import trinity_cli.coordinator.llama as llama
+
+    transcript = long_transcript(4)
+    coordinator.reset()
+    read = coordinator.encode(transcript).hidden
+    assert not coordinator._read_embeddings
+
+    monkeypatch.setattr(llama, "READOUT_TENSOR", b"no-such-tensor")
+    fallback = llama.LlamaCoordinator(gguf_path, n_ctx=1024)
+    first = fallback.encode(transcript).hidden
+    assert fallback._read_embeddings
+    again = fallback.encode(transcript).hidden  # cached prefix, embeddings mode from the start
+    fallback.close()
+    assert np.array_equal(read, first) and np.array_equal(read, again)
+
+
 STREAMED_REPLY = "```python\ndef is_prime(n):\n    if n < 2:\n        return False\n" + (
     "    for d in range(2, int(n ** 0.5) + 1):\n        if n % d == 0:\n            return False\n" * 6
 ) + "    return True\n```"

@@ -10,10 +10,14 @@ How a decision is encoded (transcript format in `core.transcript`):
 - Sliding-window models (Gemma-3: 512-token windows) get a full-size SWA cache (`swa_full`),
   so removing the cue and appending never needs positions the window already evicted: reuse is
   exact, not approximate.
-- The transcript tokens are evaluated with embeddings off and no outputs (no lm_head work).
-  llama.cpp outputs (and projects onto the vocabulary) every token of an embeddings batch, so
-  that batch is the smallest exact one: the cue's last 8 tokens up to the decision token. The
-  tokens after the decision token are never evaluated (causal attention: they cannot change it).
+- The vector is read from llama.cpp's graph, not from its outputs: an eval callback copies the
+  decision token's row of `result_norm` (the last layer after the final RMS norm, what
+  embeddings mode returns) and stops the graph there, so the 262k-word vocabulary projection
+  never runs. The cue's last 8 tokens up to the decision token are marked as outputs (the same
+  graph, so the same bits, as embeddings mode gave the shipped heads); the transcript before
+  them has no outputs. The tokens after the decision token are never evaluated (causal
+  attention: they cannot change it). A model whose graph has no `result_norm` falls back to
+  embeddings mode.
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
   (`use_extra_bufts = False`) and no flash attention. With either on, the same token's state
   differs by ~5% (relative) depending on how the tokens were split into batches. Batches of
@@ -26,8 +30,8 @@ How a decision is encoded (transcript format in `core.transcript`):
 - While an agent's reply streams, `stream_turn` evaluates the partial turn on a background
   thread (`prefill`), so the decision after the reply evaluates only its last tokens and the
   cue. The partial turn's last few tokens are held back: more text can change how they split.
-- The vector is llama.cpp's `t_embd`: the last layer's output **after** the final RMS norm,
-  at `token_position` of the cue (default -2, the penultimate token: the paper's choice).
+- The decision token is `token_position` of the cue (default -2, the penultimate token: the
+  paper's choice).
 
 Context overflow policy (never a crash): each turn segment is clipped to its first
 `max_turn_tokens` tokens, the problem to its first half of the context, and the oldest turns
@@ -91,6 +95,19 @@ MIN_EXACT_BATCH = 8
 STREAM_HOLD_BACK = 3
 # Prefill evaluates at most this many tokens per call, so a finished reply waits little for it.
 STREAM_CHUNK = 64
+# The graph node llama.cpp's decoder models name their last hidden state (after the final norm).
+READOUT_TENSOR = b"result_norm"
+
+
+def _ggml() -> Any:
+    """ggml's tensor functions that the readout callback needs, typed once."""
+    import llama_cpp._ggml
+
+    lib = llama_cpp._ggml.libggml
+    lib.ggml_get_name.restype, lib.ggml_get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+    lib.ggml_nrows.restype, lib.ggml_nrows.argtypes = ctypes.c_int64, [ctypes.c_void_p]
+    lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    return lib
 
 
 @dataclass
@@ -150,8 +167,14 @@ class LlamaCoordinator:
         params.n_ubatch = n_batch
         params.n_threads = threads
         params.n_threads_batch = threads
-        params.embeddings = False  # switched on for the cue batch only
+        params.embeddings = False  # see _read_embeddings
         params.pooling_type = ll.LLAMA_POOLING_TYPE_NONE
+        self.hidden_size = int(ll.llama_model_n_embd(self._model))
+        self._capturing = False  # the readout callback is armed (the decision's decode)
+        self._captured: np.ndarray | None = None
+        self._read_embeddings = False  # the model's graph has no READOUT_TENSOR
+        self._on_tensor = ll.ggml_backend_sched_eval_callback(self._make_readout(_ggml()))
+        params.cb_eval = self._on_tensor  # kept referenced: C holds only the pointer
         params.swa_full = True
         # llama.cpp's CPU flash-attention kernel makes a token's state depend on how the
         # tokens were split into batches (5% relative difference measured here), which
@@ -164,7 +187,6 @@ class LlamaCoordinator:
         self.n_ctx = ll.llama_n_ctx(self._session.ctx)
         self.n_batch = self._context_batch = n_batch
         self.n_threads = threads
-        self.hidden_size = int(ll.llama_model_n_embd(self._model))
         self.token_position = token_position
         self.max_turn_tokens = max_turn_tokens
         self._batch = ll.llama_batch_init(n_batch, 0, 1)
@@ -218,24 +240,66 @@ class LlamaCoordinator:
     def encode_tokens(self, ids: list[int]) -> Encoding:
         """The hidden state at the cue after `ids`, evaluating only what the cache lacks.
 
-        The cue is evaluated up to the decision token; the batch that outputs it (every token
-        of an embeddings batch goes through the vocabulary projection) is its last
-        MIN_EXACT_BATCH tokens, and everything before is evaluated without outputs."""
+        The cue is evaluated up to the decision token; its last MIN_EXACT_BATCH tokens are
+        marked as outputs, and the readout callback takes the decision token's row."""
         started = time.perf_counter()
         wanted = (ids + self.cue_tokens)[: len(ids) + len(self.cue_tokens) + self.token_position + 1]
         outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
         with self._lock:
             start = min(self._pick_session(wanted), len(ids), outputs_from)  # the cue is always evaluated
-            if 0 < outputs_from - start < MIN_EXACT_BATCH:
-                start = max(0, outputs_from - MIN_EXACT_BATCH)
             self._truncate(start)
-            self._decode(wanted, start, outputs_from, embeddings=False)
-            self._decode(wanted, outputs_from, len(wanted), embeddings=True)
-            pointer = self._ll.llama_get_embeddings_ith(self._session.ctx, -1)
-            if not pointer:
-                raise RuntimeError("llama.cpp returned no embedding for the decision token")
-            hidden = np.ctypeslib.as_array(pointer, shape=(self.hidden_size,)).astype(np.float32)
+            hidden = None if self._read_embeddings else self._decode_readout(wanted, start, outputs_from)
+            if hidden is None:  # no readout tensor in this model's graph: embeddings mode from now on
+                self._read_embeddings = True
+                hidden = self._decode_embeddings(wanted, start, outputs_from)
         return Encoding(hidden, time.perf_counter() - started, len(wanted) - start)
+
+    def _decode_readout(self, wanted: list[int], start: int, outputs_from: int) -> np.ndarray | None:
+        """Evaluate wanted[start:] with the callback armed; None if it never saw READOUT_TENSOR."""
+        self._capturing, self._captured = True, None
+        try:
+            self._decode(wanted, start, len(wanted), outputs_from=outputs_from)
+        finally:
+            self._capturing = False
+        if self._captured is None:
+            self._truncate(start)
+        return self._captured
+
+    def _decode_embeddings(self, wanted: list[int], start: int, outputs_from: int) -> np.ndarray:
+        """The fallback readout: llama.cpp's embeddings mode, which projects every output too."""
+        if 0 < outputs_from - start < MIN_EXACT_BATCH:
+            start = max(0, outputs_from - MIN_EXACT_BATCH)
+            self._truncate(start)
+        self._decode(wanted, start, outputs_from, outputs_from=outputs_from)
+        self._ll.llama_set_embeddings(self._session.ctx, True)
+        try:
+            self._decode(wanted, outputs_from, len(wanted), outputs_from=outputs_from)
+        finally:
+            self._ll.llama_set_embeddings(self._session.ctx, False)
+        pointer = self._ll.llama_get_embeddings_ith(self._session.ctx, -1)
+        if not pointer:
+            raise RuntimeError("llama.cpp returned no embedding for the decision token")
+        return np.ctypeslib.as_array(pointer, shape=(self.hidden_size,)).astype(np.float32)
+
+    def _make_readout(self, ggml: Any) -> Any:
+        """The eval callback: while a decision batch runs, copy READOUT_TENSOR's last row (the
+        decision token) and stop the graph, which skips the vocabulary projection after it."""
+        row_bytes = self.hidden_size * 4
+
+        def on_tensor(tensor: int, ask: bool, user_data: int) -> bool:
+            if not self._capturing:
+                return not ask  # observe nothing, stop nothing
+            if ask:
+                return ggml.ggml_get_name(tensor) == READOUT_TENSOR
+            rows = ggml.ggml_nrows(tensor)
+            if rows < 1:  # a batch before the outputs
+                return True
+            row = np.empty(self.hidden_size, dtype=np.float32)
+            ggml.ggml_backend_tensor_get(tensor, row.ctypes.data, (rows - 1) * row_bytes, row_bytes)
+            self._captured = row
+            return False
+
+        return on_tensor
 
     def prefill(self, transcript: Transcript, max_tokens: int = STREAM_CHUNK) -> int:
         """Evaluate a transcript whose last turn is still being written, cue excluded.
@@ -249,7 +313,7 @@ class LlamaCoordinator:
             if end - start < MIN_EXACT_BATCH:
                 return 0
             self._truncate(start)
-            self._decode(ids, start, end, embeddings=False)
+            self._decode(ids, start, end, outputs_from=end)
         return end - start
 
     def stream_turn(self, transcript: Transcript, agent: str, role: Role) -> StreamingPrefill:
@@ -288,14 +352,13 @@ class LlamaCoordinator:
                 return
             session.cached = session.cached[:start]
 
-    def _decode(self, tokens: list[int], begin: int, end: int, *, embeddings: bool) -> None:
-        """Evaluate tokens[begin:end] at their positions; with embeddings, output all of them.
-
-        Batches are cut so that none is smaller than MIN_EXACT_BATCH (when the span allows)."""
+    def _decode(self, tokens: list[int], begin: int, end: int, *, outputs_from: int) -> None:
+        """Evaluate tokens[begin:end] at their positions, marking those from `outputs_from` on
+        as outputs. Batches are cut so that none is smaller than MIN_EXACT_BATCH (when the span
+        allows), and the last one holds every output."""
         if begin >= end:
             return
         ll, batch, session = self._ll, self._batch, self._session
-        ll.llama_set_embeddings(session.ctx, embeddings)
         chunk = begin
         while chunk < end:
             stop = min(end, chunk + self.n_batch)
@@ -306,7 +369,7 @@ class LlamaCoordinator:
                 batch.pos[i] = pos
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = 0
-                batch.logits[i] = embeddings
+                batch.logits[i] = pos >= outputs_from
             batch.n_tokens = stop - chunk
             status = ll.llama_decode(session.ctx, batch)
             if status != 0:
