@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -186,11 +185,13 @@ def help_ratio(repeats: int) -> float:
 
 
 def solve_peak_rss_mb(problem: Path) -> float:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(before, peak) / 1024.0  # Linux reports KiB
+    """Peak RSS of one `trinity solve` process (its own rusage: RUSAGE_CHILDREN would also
+    count this process's earlier children, such as sandboxes forked from a large bench)."""
+    child = subprocess.Popen(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss / 1024.0  # Linux reports KiB
 
 
 def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
