@@ -274,3 +274,13 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir):
     assert screen.returncode == 0 and "sandbox" in screen.stderr and "coordinator" in screen.stderr
     (workdir / "remote.toml").write_text('[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\napi_key_env="NOPE_KEY"\n')
     assert trinity("doctor", "--pool", "remote.toml").returncode == 3
+
+
+def test_bench_peak_rss_is_the_measured_process_alone():
+    """An earlier, larger child of the bench must not leak into the figure."""
+    from trinity_cli.bench import peak_rss_mb
+
+    allocate = "import sys; block = bytearray(int(sys.argv[1]) * 2**20); block[::4096] = b'x' * len(block[::4096])"
+    big = peak_rss_mb([sys.executable, "-c", allocate, "300"])
+    small = peak_rss_mb([sys.executable, "-c", allocate, "50"])
+    assert big > 300 and 50 < small < 200

@@ -184,11 +184,10 @@ def help_ratio(repeats: int) -> float:
     return _median(lambda: timed_run(trinity_command() + ["--help"]), repeats) / _median(lambda: timed_run(bare), repeats)
 
 
-def solve_peak_rss_mb(problem: Path) -> float:
-    """Peak RSS of one `trinity solve` process (its own rusage: RUSAGE_CHILDREN would also
-    count this process's earlier children, such as sandboxes forked from a large bench)."""
-    child = subprocess.Popen(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def peak_rss_mb(command: list[str]) -> float:
+    """Peak RSS of one process run to completion, from its own rusage (RUSAGE_CHILDREN would
+    report the largest child this process ever had, such as a sandbox forked from a big bench)."""
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     return usage.ru_maxrss / 1024.0  # Linux reports KiB
@@ -323,7 +322,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "train": training,
         "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),
         "train_concurrency": concurrency,
-        "peak_rss_mb": round(solve_peak_rss_mb(problem), 1),
+        "peak_rss_mb": round(peak_rss_mb(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"]), 1),
         "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
         "threads": coordinator.n_threads,
         "n_batch": coordinator.n_batch,
