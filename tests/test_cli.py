@@ -277,10 +277,14 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir):
 
 
 def test_bench_peak_rss_is_the_measured_process_alone():
-    """An earlier, larger child of the bench must not leak into the figure."""
+    """Neither the measuring process's own memory (a forked child's ru_maxrss starts from its
+    parent's image) nor an earlier, larger child may leak into the figure."""
     from trinity_cli.bench import peak_rss_mb
 
     allocate = "import sys; block = bytearray(int(sys.argv[1]) * 2**20); block[::4096] = b'x' * len(block[::4096])"
+    ballast = bytearray(400 * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # this process now holds 400 MB
     big = peak_rss_mb([sys.executable, "-c", allocate, "300"])
     small = peak_rss_mb([sys.executable, "-c", allocate, "50"])
+    del ballast
     assert big > 300 and 50 < small < 200

@@ -184,13 +184,19 @@ def help_ratio(repeats: int) -> float:
     return _median(lambda: timed_run(trinity_command() + ["--help"]), repeats) / _median(lambda: timed_run(bare), repeats)
 
 
+# Runs a command and prints its peak RSS: a child's ru_maxrss also counts the image it was
+# forked from, so the measurement must fork from this small process, not from the bench.
+_RSS_PROBE = (
+    "import resource, subprocess, sys\n"
+    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
 def peak_rss_mb(command: list[str]) -> float:
-    """Peak RSS of one process run to completion, from its own rusage (RUSAGE_CHILDREN would
-    report the largest child this process ever had, such as a sandbox forked from a big bench)."""
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss / 1024.0  # Linux reports KiB
+    """Peak RSS of one process run to completion (and of what it runs), in MB."""
+    probe = subprocess.run([sys.executable, "-c", _RSS_PROBE, *command], capture_output=True, text=True, check=True)
+    return int(probe.stdout) / 1024.0  # Linux reports KiB
 
 
 def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
