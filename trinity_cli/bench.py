@@ -56,21 +56,20 @@ def _transcript_of(coordinator: Any, tokens: int) -> Transcript:
 
 
 def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
+    """Full re-encode ÷ incremental decision time per size: the median of paired ratios. Each
+    repeat times a full re-encode and right after it the step with only the newest turn new,
+    so a burst of load on a shared machine falls on both sides of one ratio."""
     curve = {}
     for size in SIZES:
         full_t = _transcript_of(coordinator, size)
         prefix = Transcript(full_t.problem, full_t.turns[:-1])
-
-        def full() -> float:
+        ratios = []
+        for _ in range(repeats):
             coordinator.reset()
-            return coordinator.encode(full_t).seconds
-
-        def incremental() -> float:
-            coordinator.reset()
-            coordinator.encode(prefix)
-            return coordinator.encode(full_t).seconds
-
-        curve[str(size)] = _median(full, repeats) / _median(incremental, repeats)
+            full = coordinator.encode(full_t).seconds
+            coordinator.encode(prefix)  # the cache now holds the prefix and its cue, as in a turn loop
+            ratios.append(full / coordinator.encode(full_t).seconds)
+        curve[str(size)] = statistics.median(ratios)
     return curve
 
 
