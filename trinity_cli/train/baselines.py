@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordina
                workers: int = 1) -> Row:
     def episodes(index: int, task: Task) -> list[Callable[[], Outcome]]:
         draws = [None] if samples == 0 else [(seed, index, s) for s in range(samples)]
-        return [lambda d=d: play(task, agents, coordinator, policy, grader, max_turns=max_turns, sample_seed=d)
+        return [partial(play, task, agents, coordinator, policy, grader, max_turns=max_turns, sample_seed=d)
                 for d in draws]
 
     groups = [episodes(i, task) for i, task in enumerate(tasks)]
@@ -81,7 +82,7 @@ def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, wor
                 return True, usd, turns
         return False, usd, turns
 
-    solved = in_parallel([lambda task=task: solve(task) for task in tasks], workers)
+    solved = in_parallel([partial(solve, task) for task in tasks], workers)
     return Row("oracle", tuple(float(s) for s, _, _ in solved), sum(u for _, u, _ in solved) / len(tasks),
                sum(t for _, _, t in solved) / len(tasks))
 
