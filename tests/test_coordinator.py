@@ -140,15 +140,45 @@ def random_pieces(text: str, seed: int) -> list[str]:
 
 
 def tail_budget(coordinator, turn: int) -> int:
-    """What the encode after a fully prefilled turn may evaluate: held-back tokens, end tag, cue."""
+    """What the encode after a fully prefilled turn may evaluate: held-back tokens, end tag (tf1), cue."""
     from trinity_cli.coordinator.llama import MIN_EXACT_BATCH, STREAM_HOLD_BACK
+    from trinity_cli.core.transcript import FORMATS
 
     end_tag = coordinator.tokenize(f"\n[end of turn {turn} | agent1 | worker]\n", bos=False)
-    return STREAM_HOLD_BACK + len(end_tag) + len(coordinator.cue_tokens) + MIN_EXACT_BATCH
+    end_tags = FORMATS[coordinator.transcript_format].end_tags
+    return STREAM_HOLD_BACK + len(end_tag) * end_tags + len(coordinator.cue_tokens) + MIN_EXACT_BATCH
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_prefill_of_a_streaming_turn_is_bit_exact(coordinator, seed):
+@pytest.fixture(scope="module")
+def tf1_coordinator(gguf_path):
+    """The first heads' transcript format, which users' heads may still be trained on."""
+    from trinity_cli.coordinator.llama import LlamaCoordinator
+
+    tf1 = LlamaCoordinator(gguf_path, n_ctx=4096, transcript_format="trinity-tf1")
+    yield tf1
+    tf1.close()
+
+
+def test_each_transcript_format_has_its_own_segments(coordinator, tf1_coordinator):
+    from trinity_cli.core.transcript import FORMATS
+
+    transcript = long_transcript(2)
+    for c in (coordinator, tf1_coordinator):
+        fmt = FORMATS[c.transcript_format]
+        segments = transcript.coordinator_segments(fmt)
+        assert all(("[end of turn" in s) == fmt.end_tags for s in segments[1:])
+        ids = c.transcript_tokens(transcript)
+        assert ids == c.tokenize(segments[0], bos=True) + [t for s in segments[1:] for t in c.tokenize(s, bos=False)]
+    assert coordinator.transcript_format == "trinity-tf2"  # what new heads are trained on
+    assert not np.allclose(coordinator.encode(transcript).hidden, tf1_coordinator.encode(transcript).hidden)
+    # before the first turn the formats agree, so the states of a first decision are the same
+    first = Transcript(transcript.problem)
+    assert np.array_equal(coordinator.encode(first).hidden, tf1_coordinator.encode(first).hidden)
+
+
+@pytest.mark.parametrize("seed,tf1", [(0, False), (1, False), (2, False), (3, True)])
+def test_prefill_of_a_streaming_turn_is_bit_exact(coordinator, tf1_coordinator, seed, tf1):
+    coordinator = tf1_coordinator if tf1 else coordinator
     before = long_transcript(3)
     after = before.with_turn(Turn("agent1", Role.WORKER, STREAMED_REPLY))
     coordinator.reset()

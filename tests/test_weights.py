@@ -14,6 +14,7 @@ from trinity_cli.errors import ConfigError
 from trinity_cli.weights import (
     Backbone,
     find_shipped,
+    in_head_format,
     load_head,
     metadata_for,
     mismatches,
@@ -22,7 +23,7 @@ from trinity_cli.weights import (
     shipped_dir,
 )
 
-BACKBONE = Backbone("model.gguf", "ab" * 32, -2, "trinity-tf1")
+BACKBONE = Backbone("model.gguf", "ab" * 32, -2, "trinity-tf2")
 
 
 def small_head(n_agents=2, d=8) -> LinearHead:
@@ -66,7 +67,7 @@ def test_damaged_weights_are_config_errors(tmp_path, damage):
 def test_mismatch_names_both_values():
     other_pool = parse_pool('[[agents]]\nname="x"\nprovider="local"\nmodel="embedded"', "p.toml")
     meta = metadata_for(BACKBONE, load_pool(None), 8)
-    found = mismatches(meta, Backbone("m", "cd" * 32, -1, "trinity-tf1"), other_pool)
+    found = mismatches(meta, Backbone("m", "cd" * 32, -1, "trinity-tf2"), other_pool)
     text = "; ".join(found)
     assert "backbone sha256: head has " + "ab" * 32 + ", this run has " + "cd" * 32 in text
     assert "token position: head has -2, this run has -1" in text
@@ -88,7 +89,11 @@ def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
     trained = shipped_dir() / "default-offline-es.npz"
     head, meta = load_head(trained)
     assert meta["trained"] is True and meta["auto_select"] is False
-    assert not mismatches(meta, backbone_of(pool), pool)
+    assert meta["transcript_format"] == "trinity-tf1"  # trained on the first format, still read
+    assert not mismatches(meta, in_head_format(meta, backbone_of(pool)), pool)
+    # the sim pool's head is found automatically in its (older) format as well
+    sim = load_pool(str(Path(__file__).resolve().parent.parent / "examples" / "sim-pool.toml"))
+    assert find_shipped(backbone_of(sim), sim) == shipped_dir() / "sim-pool.npz"
 
 
 def test_the_suite_runs_against_the_installed_package_not_the_tree():
@@ -96,3 +101,31 @@ def test_the_suite_runs_against_the_installed_package_not_the_tree():
 
     tree = Path(__file__).resolve().parent.parent
     assert tree not in Path(trinity_cli.__file__).resolve().parents
+
+
+@pytest.mark.parametrize("head_format", ["trinity-tf1", "trinity-tf2"])
+def test_a_head_in_any_known_transcript_format_gets_a_coordinator_in_that_format(tmp_path, gguf_path, head_format):
+    from trinity_cli.runtime import backbone_of, build_coordinator, choose_policy
+
+    pool = load_pool(None)
+    path = tmp_path / "h.npz"
+    backbone = backbone_of(pool, head_format)
+    save_head(path, small_head(d=640), metadata_for(backbone, pool, 640))
+    choice = choose_policy(pool, str(path), warn=print)
+    assert choice.transcript_format == head_format
+    coordinator = build_coordinator(pool, transcript_format=choice.transcript_format)
+    try:
+        assert coordinator.transcript_format == head_format
+    finally:
+        coordinator.close()
+
+
+def test_a_head_in_an_unknown_transcript_format_is_refused(tmp_path, gguf_path):
+    from trinity_cli.runtime import backbone_of, choose_policy
+
+    pool = load_pool(None)
+    path = tmp_path / "h.npz"
+    save_head(path, small_head(d=640), metadata_for(backbone_of(pool, "trinity-tf9"), pool, 640))
+    with pytest.raises(ConfigError) as caught:
+        choose_policy(pool, str(path), warn=print)
+    assert "transcript format: head has trinity-tf9, this run has trinity-tf2" in caught.value.message

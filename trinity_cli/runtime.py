@@ -12,7 +12,7 @@ from typing import Any
 
 from trinity_cli.config import EMBEDDED, Pool
 from trinity_cli.errors import ConfigError
-from trinity_cli.weights import Backbone, find_shipped, load_head, mismatches
+from trinity_cli.weights import Backbone, find_shipped, in_head_format, load_head, mismatches
 
 WEIGHTS_NONE = "none"
 
@@ -22,6 +22,7 @@ class PolicyChoice:
     policy: Any  # core.head.Policy
     source: str  # the weights file, or a description of the fallback
     meta: dict[str, Any] | None
+    transcript_format: str  # how the coordinator must show transcripts to this policy
 
 
 def coordinator_path(pool: Pool) -> Path:
@@ -30,20 +31,26 @@ def coordinator_path(pool: Pool) -> Path:
     return resolve_model(pool.coordinator.model)
 
 
-def backbone_of(pool: Pool) -> Backbone:
+def backbone_of(pool: Pool, transcript_format: str | None = None) -> Backbone:
+    """The run's coordinator side; new heads get the current transcript format."""
     from trinity_cli.coordinator.embedded import EMBEDDED_NAME, gguf_sha256
-    from trinity_cli.core.transcript import TRANSCRIPT_FORMAT
+    from trinity_cli.core.transcript import CURRENT_FORMAT
 
     path = coordinator_path(pool)
     name = EMBEDDED_NAME if pool.coordinator.model == EMBEDDED else path.name
-    return Backbone(name, gguf_sha256(path), pool.coordinator.token_position, TRANSCRIPT_FORMAT)
+    return Backbone(name, gguf_sha256(path), pool.coordinator.token_position, transcript_format or CURRENT_FORMAT.id)
 
 
 def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
-    """`--weights PATH` must fit (else exit 3); no flag: a fitting shipped head, else fallback."""
-    from trinity_cli.core.head import PipelinePolicy
+    """`--weights PATH` must fit (else exit 3); no flag: a fitting shipped head, else fallback.
 
-    fallback = PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None)
+    A head in any transcript format this version reads fits: the coordinator is then built for
+    that format (`PolicyChoice.transcript_format`)."""
+    from trinity_cli.core.head import PipelinePolicy
+    from trinity_cli.core.transcript import CURRENT_FORMAT
+
+    fallback = PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None,
+                            CURRENT_FORMAT.id)
     if weights is not None and weights.lower() == WEIGHTS_NONE:
         return fallback
     backbone = backbone_of(pool)
@@ -59,20 +66,22 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     else:
         path = Path(weights).expanduser()
     head, meta = load_head(path)
+    backbone = in_head_format(meta, backbone)
     problems = mismatches(meta, backbone, pool)
     if problems:
         raise ConfigError(f"weights {path} do not fit this run: " + "; ".join(problems))
-    return PolicyChoice(head, str(path), meta)
+    return PolicyChoice(head, str(path), meta, backbone.transcript_format)
 
 
-def build_coordinator(pool: Pool, sessions: int = 1) -> Any:
+def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str | None = None) -> Any:
     """The coordinator; `sessions` KV caches for that many concurrent episodes."""
     from trinity_cli.coordinator.llama import LlamaCoordinator
+    from trinity_cli.core.transcript import CURRENT_FORMAT
 
     spec = pool.coordinator
     return LlamaCoordinator(
         coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads, token_position=spec.token_position,
-        sessions=sessions,
+        sessions=sessions, transcript_format=transcript_format or CURRENT_FORMAT.id,
     )
 
 
@@ -123,7 +132,8 @@ def open_caches(no_cache: bool) -> Caches:
     return Caches(ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"), root / "hidden.sqlite")
 
 
-def memo_coordinator(pool: Pool, caches: Caches, sessions: int = 1) -> Any:
+def memo_coordinator(pool: Pool, caches: Caches, sessions: int = 1, transcript_format: str | None = None) -> Any:
     from trinity_cli.coordinator.memo import MemoCoordinator
 
-    return MemoCoordinator(build_coordinator(pool, sessions), backbone_of(pool).sha256, caches.memo_path)
+    coordinator = build_coordinator(pool, sessions, transcript_format)
+    return MemoCoordinator(coordinator, backbone_of(pool).sha256, caches.memo_path)

@@ -14,13 +14,14 @@ import datetime as dt
 import json
 import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from trinity_cli import paths
 from trinity_cli.config import Pool
 from trinity_cli.core.roles import ROLE_ORDER
+from trinity_cli.core.transcript import FORMATS
 from trinity_cli.errors import ConfigError
 
 FORMAT_VERSION = 1
@@ -56,6 +57,13 @@ def metadata_for(backbone: Backbone, pool: Pool, hidden_size: int, **extra: Any)
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **extra,
     }
+
+
+def in_head_format(meta: dict[str, Any], backbone: Backbone) -> Backbone:
+    """The run's backbone, reading transcripts in the head's format when this version knows it
+    (a head trained on an older format keeps working; its coordinator shows it that format)."""
+    head_format = meta.get("transcript_format")
+    return replace(backbone, transcript_format=head_format) if head_format in FORMATS else backbone
 
 
 def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str]:
@@ -162,6 +170,6 @@ def find_shipped(backbone: Backbone, pool: Pool) -> Path | None:
             meta = read_metadata(path)
         except ConfigError:
             continue
-        if meta.get("auto_select", True) and not mismatches(meta, backbone, pool):
+        if meta.get("auto_select", True) and not mismatches(meta, in_head_format(meta, backbone), pool):
             fitting.append((str(meta.get("created", "")), path))
     return max(fitting)[1] if fitting else None

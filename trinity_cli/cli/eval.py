@@ -45,7 +45,7 @@ def eval_command(
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
     workers = workers or default_workers(agents)
-    coordinator = memo_coordinator(pool_cfg, caches, sessions=workers)
+    coordinator = memo_coordinator(pool_cfg, caches, sessions=workers, transcript_format=choice.transcript_format)
     report = evaluate(chosen, agents, coordinator, choice.policy, caches.grader,
                       max_turns=max_turns, samples=sample, seed=seed, workers=workers)
     rows = report.pop("_rows")

@@ -72,7 +72,7 @@ def solve(
     warn = (lambda msg: None) if quiet else (lambda msg: stderr.print(f"warning: {msg}", markup=False))
     choice = choose_policy(pool_cfg, weights, warn)
     agents = build_agents(pool_cfg.agents)
-    coordinator = build_coordinator(pool_cfg) if choice.policy.needs_hidden else None
+    coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
     sinks = []
     if not quiet:
         checking = f" · checked by {suite.source} ({suite.count} tests)" if suite else ""

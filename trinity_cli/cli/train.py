@@ -68,7 +68,8 @@ def train(
     with display:
         result = run_training(
             train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
-            resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256},
+            resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
+                         "transcript_format": backbone.transcript_format},
             on_generation=display.update, workers=workers,
         )
     meta = metadata_for(

@@ -53,7 +53,7 @@ import numpy as np
 
 from trinity_cli.coordinator.base import Encoding
 from trinity_cli.core.roles import Role
-from trinity_cli.core.transcript import DECISION_CUE, TRANSCRIPT_FORMAT, Transcript, Turn
+from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
 
 DEFAULT_TOKEN_POSITION = -2
@@ -131,8 +131,6 @@ class _Session:
 
 
 class LlamaCoordinator:
-    transcript_format = TRANSCRIPT_FORMAT
-
     def __init__(
         self,
         model_path: str | Path,
@@ -143,6 +141,7 @@ class LlamaCoordinator:
         token_position: int = DEFAULT_TOKEN_POSITION,
         max_turn_tokens: int = 1024,
         sessions: int = 1,
+        transcript_format: str = CURRENT_FORMAT.id,
     ) -> None:
         quiet_llama_logs()
         import llama_cpp as ll
@@ -194,6 +193,8 @@ class LlamaCoordinator:
         self._lock = threading.Lock()
         self._uses = 0
         self._segment_tokens: dict[tuple[str, bool], list[int]] = {}
+        self.transcript_format = transcript_format
+        self._format = FORMATS[transcript_format]
         self.cue_tokens = self.tokenize(DECISION_CUE, bos=False)
         if not -len(self.cue_tokens) <= token_position < 0:
             raise ConfigError(
@@ -219,7 +220,7 @@ class LlamaCoordinator:
 
     def transcript_tokens(self, transcript: Transcript, *, last_open: bool = False) -> list[int]:
         """The token ids of a transcript under the overflow policy, cue excluded."""
-        segments = transcript.coordinator_segments(last_open=last_open)
+        segments = transcript.coordinator_segments(self._format, last_open=last_open)
         problem = self.tokenize(segments[0], bos=True)[: self.n_ctx // 2]
         turns = [self.tokenize(s, bos=False)[: self.max_turn_tokens] for s in segments[1:]]
         room = self.n_ctx - len(problem) - len(self.cue_tokens)

@@ -1,10 +1,19 @@
 """The conversation so far, and the two ways it is shown: to the coordinator and to agents.
 
-Transcript format ``trinity-tf1`` (what the coordinator reads; every head records the id):
+Transcript formats (what the coordinator reads; every head records the id it was trained on,
+and the coordinator reads a head's transcripts in that format):
 
+    trinity-tf2 (current)
     segment 0:  "Task:\\n{problem}\\n"                              (tokenized with BOS)
-    segment i:  "\\n[turn {i} | {agent} | {role}]\\n{text}\\n"        (one per turn, no BOS)
+    segment i:  "\\n[turn {i} | {agent} | {role}]\\n{text}"            (one per turn, no BOS)
     cue:        "\\n[next] Who acts next, and in which role?\\n"
+
+    trinity-tf1 (the first heads'): each turn segment also ends "\\n[end of turn {i} | {agent} |
+    {role}]\\n".
+
+tf2 drops the end tag because a streamed turn's decision has to evaluate it after the agent's
+last token (14 or more tokens, more than the cue). The cue stays: a first decision (no turns
+yet) reads the same state in both formats.
 
 Each segment is tokenized on its own and the token ids are concatenated, so the ids of a
 transcript never change when a turn is appended: an incremental encode and a full re-encode
@@ -19,8 +28,20 @@ from dataclasses import dataclass, field
 
 from trinity_cli.core.roles import Role
 
-TRANSCRIPT_FORMAT = "trinity-tf1"
+
 DECISION_CUE = "\n[next] Who acts next, and in which role?\n"
+
+
+@dataclass(frozen=True)
+class TranscriptFormat:
+    id: str
+    end_tags: bool  # each turn segment ends with "[end of turn ...]"
+
+
+TF1 = TranscriptFormat("trinity-tf1", end_tags=True)
+TF2 = TranscriptFormat("trinity-tf2", end_tags=False)
+FORMATS = {f.id: f for f in (TF1, TF2)}
+CURRENT_FORMAT = TF2  # what new heads are trained on
 
 # Agents see at most this many previous turns, each clipped, so prompts stay bounded.
 AGENT_VIEW_TURNS = 6
@@ -66,14 +87,15 @@ class Transcript:
                 return turn.answer
         return None
 
-    def coordinator_segments(self, *, last_open: bool = False) -> list[str]:
-        """The ``trinity-tf1`` segments, problem first; the cue is not included.
+    def coordinator_segments(self, fmt: TranscriptFormat = CURRENT_FORMAT, *, last_open: bool = False) -> list[str]:
+        """The segments in format `fmt`, problem first; the cue is not included.
 
         `last_open`: the last turn is still being written, so its segment has no end tag yet."""
         segments = [f"Task:\n{self.problem.text.strip()}\n"]
         for i, turn in enumerate(self.turns, start=1):
             tag = f"turn {i} | {turn.agent} | {turn.role.value}"
-            end = "" if last_open and i == len(self.turns) else f"\n[end of {tag}]\n"
+            closed = fmt.end_tags and not (last_open and i == len(self.turns))
+            end = f"\n[end of {tag}]\n" if closed else ""
             segments.append(f"\n[{tag}]\n{turn.text.strip()}{end}")
         return segments
 
