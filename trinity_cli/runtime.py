@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli.config import EMBEDDED, Pool
+from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import ConfigError
 from trinity_cli.weights import Backbone, find_shipped, in_head_format, load_head, mismatches
 
@@ -31,14 +32,13 @@ def coordinator_path(pool: Pool) -> Path:
     return resolve_model(pool.coordinator.model)
 
 
-def backbone_of(pool: Pool, transcript_format: str | None = None) -> Backbone:
+def backbone_of(pool: Pool, transcript_format: str = CURRENT_FORMAT.id) -> Backbone:
     """The run's coordinator side; new heads get the current transcript format."""
     from trinity_cli.coordinator.embedded import EMBEDDED_NAME, gguf_sha256
-    from trinity_cli.core.transcript import CURRENT_FORMAT
 
     path = coordinator_path(pool)
     name = EMBEDDED_NAME if pool.coordinator.model == EMBEDDED else path.name
-    return Backbone(name, gguf_sha256(path), pool.coordinator.token_position, transcript_format or CURRENT_FORMAT.id)
+    return Backbone(name, gguf_sha256(path), pool.coordinator.token_position, transcript_format)
 
 
 def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
@@ -47,7 +47,6 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     A head in any transcript format this version reads fits: the coordinator is then built for
     that format (`PolicyChoice.transcript_format`)."""
     from trinity_cli.core.head import PipelinePolicy
-    from trinity_cli.core.transcript import CURRENT_FORMAT
 
     fallback = PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None,
                             CURRENT_FORMAT.id)
@@ -73,15 +72,14 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     return PolicyChoice(head, str(path), meta, backbone.transcript_format)
 
 
-def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str | None = None) -> Any:
+def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id) -> Any:
     """The coordinator; `sessions` KV caches for that many concurrent episodes."""
     from trinity_cli.coordinator.llama import LlamaCoordinator
-    from trinity_cli.core.transcript import CURRENT_FORMAT
 
     spec = pool.coordinator
     return LlamaCoordinator(
         coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads, token_position=spec.token_position,
-        sessions=sessions, transcript_format=transcript_format or CURRENT_FORMAT.id,
+        sessions=sessions, transcript_format=transcript_format,
     )
 
 
@@ -132,7 +130,7 @@ def open_caches(no_cache: bool) -> Caches:
     return Caches(ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"), root / "hidden.sqlite")
 
 
-def memo_coordinator(pool: Pool, caches: Caches, sessions: int = 1, transcript_format: str | None = None) -> Any:
+def memo_coordinator(pool: Pool, caches: Caches, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id) -> Any:
     from trinity_cli.coordinator.memo import MemoCoordinator
 
     coordinator = build_coordinator(pool, sessions, transcript_format)
