@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
+
 from trinity_cli.config import AgentSpec
+from trinity_cli.coordinator.model import load_model
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
     SYSTEM_PROMPTS,
@@ -10,8 +16,9 @@ from trinity_cli.core.roles import (
     extract_code,
     parse_verdict,
 )
+from trinity_cli.errors import ConfigError
 from trinity_cli.providers.base import Request
-from trinity_cli.providers.local_gguf import LocalProvider
+from trinity_cli.providers.local_gguf import LocalProvider, _StopAt
 
 SIGNATURE = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
 
@@ -50,8 +57,47 @@ def test_same_prompt_same_reply_even_when_sampling():
     assert p.complete(r).text == p.complete(r).text
 
 
-def test_chat_mode_runs_on_a_gguf_without_crashing():
-    chat = LocalProvider(AgentSpec(name="c", provider="local", model="embedded", mode="chat",
+# A Gemma-style template: the embedded base model's vocabulary has these control tokens.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+    "{{ m['content'] }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+def test_chat_mode_renders_the_ggufs_chat_template_with_its_control_tokens(gguf_path, tmp_path):
+    chat_gguf = tmp_path / "with-template.gguf"
+    subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gguf_path), str(chat_gguf),
+                    "--chat-template", CHAT_TEMPLATE, "--force"], check=True, capture_output=True)
+    chat = LocalProvider(AgentSpec(name="c", provider="local", model=str(chat_gguf), mode="chat",
                                    max_tokens=8, n_ctx=2048))
     reply = chat.complete(request(Role.THINKER, "Say hi."))
-    assert isinstance(reply.text, str) and reply.tokens_in > 0
+    expected = (f"<bos><start_of_turn>user\n{SYSTEM_PROMPTS[Role.THINKER]}<end_of_turn>\n"
+                "<start_of_turn>user\nSay hi.<end_of_turn>\n<start_of_turn>model\n")
+    model = load_model(chat_gguf)
+    assert reply.tokens_in == len(model.tokenize(expected, bos=False, special=True))
+    assert reply.tokens_in < len(model.tokenize(expected, bos=False))  # control tokens were parsed as such
+    assert isinstance(reply.text, str) and 0 <= reply.tokens_out <= 8
+
+
+def test_chat_mode_on_a_gguf_without_a_template_is_a_config_error():
+    with pytest.raises(ConfigError, match='agent \'c\': mode = "chat" needs a GGUF with a chat template'):
+        LocalProvider(AgentSpec(name="c", provider="local", model="embedded", mode="chat", n_ctx=2048))
+
+
+def test_agents_and_the_coordinator_share_one_load_of_a_file(coordinator):
+    assert provider()._runtime.model is coordinator._model
+    assert LocalProvider(AgentSpec(name="h", provider="local", model="embedded", n_ctx=1024))._runtime.model is coordinator._model
+
+
+def test_streamed_pieces_never_show_a_stop_string_and_the_text_ends_before_it():
+    pieces: list[str] = []
+    text = _StopAt(["\ndef", "```"], pieces.append)
+    for piece in ["    return a", " + b\n", "\nd", "e", "f g():", " pass"]:
+        if text.add(piece):
+            break
+    assert text.finish() == "    return a + b\n"
+    assert "".join(pieces) == "    return a + b\n" and not any("d" in p for p in pieces)
+    unstopped = _StopAt(["```"], pieces.clear() or pieces.append)
+    for piece in ["x = 1`", "`", " # two ticks"]:
+        unstopped.add(piece)
+    assert unstopped.finish() == "x = 1`` # two ticks" == "".join(pieces)

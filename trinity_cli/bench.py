@@ -20,6 +20,7 @@ Keys (scripts depend on them):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
@@ -73,24 +74,63 @@ def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
     return curve
 
 
-def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> float:
-    """llama.cpp's plain prompt evaluation: default context, logits for the last token."""
-    import llama_cpp
+def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> tuple[float, str]:
+    """llama.cpp's plain prompt evaluation (default context: flash attention as llama.cpp
+    chooses, logits for the last token only), with llama.cpp's default weight layout where it
+    runs here, else with plain weights. Each layout runs in a child process: llama.cpp's AMX
+    kernels, which a native build picks on recent Xeons, crash (ggml-org/llama.cpp#20824).
+    Returns the cheaper median and which weights it had."""
+    results = {}
+    for weights in ("default", "plain"):
+        child = subprocess.run(
+            [sys.executable, "-c", "from trinity_cli.bench import raw_eval_child; raw_eval_child()"],
+            input=json.dumps({"model": str(model_path), "tokens": tokens, "threads": threads, "repeats": repeats,
+                              "extra_bufts": weights == "default"}),
+            capture_output=True, text=True, check=False,
+        )
+        if child.returncode == 0:
+            results[weights] = float(child.stdout)
+    if not results:
+        raise RuntimeError("llama.cpp's raw prompt evaluation failed with every weight layout")
+    best = min(results, key=results.__getitem__)
+    return results[best], best if "default" in results else "plain (llama.cpp's default weights crashed here)"
 
-    from trinity_cli.coordinator.llama import quiet_llama_logs
 
+def raw_eval_child() -> None:
+    """The child side of raw_eval_seconds: reads its job as JSON on stdin, prints seconds."""
+    import llama_cpp as ll
+
+    from trinity_cli.coordinator.model import quiet_llama_logs
+
+    job = json.load(sys.stdin)
     quiet_llama_logs()
-    llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=8192, n_batch=512, n_threads=threads,
-                          n_threads_batch=threads, verbose=False)
+    ll.llama_backend_init()
+    model_params = ll.llama_model_default_params()
+    model_params.use_extra_bufts = job["extra_bufts"]
+    model = ll.llama_model_load_from_file(job["model"].encode(), model_params)
+    params = ll.llama_context_default_params()
+    params.n_ctx, params.n_batch = 8192, 512
+    params.n_threads = params.n_threads_batch = job["threads"]
+    ctx = ll.llama_init_from_model(model, params)
+    tokens = job["tokens"]
+    batch = ll.llama_batch_init(512, 0, 1)
 
     def once() -> float:
-        llm.reset()
+        ll.llama_memory_clear(ll.llama_get_memory(ctx), True)
         started = time.perf_counter()
-        llm.eval(tokens)
+        for begin in range(0, len(tokens), 512):
+            chunk = tokens[begin : begin + 512]
+            for i, token in enumerate(chunk):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, begin + i, 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = begin + i == len(tokens) - 1
+            batch.n_tokens = len(chunk)
+            if ll.llama_decode(ctx, batch) != 0:
+                raise SystemExit(2)
         return time.perf_counter() - started
 
     once()
-    return _median(once, repeats)
+    print(_median(once, job["repeats"]))
 
 
 def _reply_of(coordinator: Any, tokens: int) -> str:
@@ -305,7 +345,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         return coordinator.encode(four_k).seconds
 
     reencode = _median(full, repeats)
-    raw = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
+    raw, raw_weights = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
     stream = streamed_call_share(coordinator, repeats)
     settings = tuning(coordinator)
     coordinator.close()
@@ -317,6 +357,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "reencode_time_vs_raw": round(reencode / raw, 3),
         "reencode_seconds_4k": round(reencode, 3),
         "raw_eval_seconds_4k": round(raw, 3),
+        "raw_eval_weights": raw_weights,
         "coordinator_share_2s_call": round(stream["overlapped"], 3),
         "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
         "reply": {"tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,

@@ -52,7 +52,7 @@ def _paths() -> dict[str, str]:
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:
     from trinity_cli.config import EMBEDDED
-    from trinity_cli.coordinator.llama import default_threads
+    from trinity_cli.coordinator.model import default_threads
 
     spec = pool_cfg.coordinator
     if spec.model == EMBEDDED:

@@ -19,7 +19,8 @@ How a decision is encoded (transcript format in `core.transcript`):
   attention: they cannot change it). A model whose graph has no `result_norm` falls back to
   embeddings mode.
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
-  (`use_extra_bufts = False`) and no flash attention. With either on, the same token's state
+  (`use_extra_bufts = False`, as every model trinity loads: `coordinator/model.py`) and no
+  flash attention. With either on, the same token's state
   differs by ~5% (relative) depending on how the tokens were split into batches. Batches of
   fewer than 8 tokens also take an inexact path (measured: chunks of 1 to 7 change the state,
   any split into chunks of 8 or more gives identical bits), so no batch is ever smaller.
@@ -41,8 +42,6 @@ are dropped until problem + remaining turns + cue fit in `n_ctx`.
 from __future__ import annotations
 
 import ctypes
-import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -52,40 +51,12 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.coordinator.base import Encoding
+from trinity_cli.coordinator.model import default_threads, load_model
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
 
 DEFAULT_TOKEN_POSITION = -2
-
-
-_LOG_CALLBACK = None
-
-
-def quiet_llama_logs() -> None:
-    """Silence llama.cpp's load-time chatter on stderr unless TRINITY_DEBUG is set.
-
-    llama-cpp-python's own callback maps ggml's log levels with an outdated table (warnings
-    print as errors), so trinity installs its own; failures still surface as return codes.
-    """
-    global _LOG_CALLBACK
-    import llama_cpp as ll
-    import llama_cpp.llama
-
-    if _LOG_CALLBACK is None:
-        debug = bool(os.environ.get("TRINITY_DEBUG"))
-
-        @ll.llama_log_callback
-        def callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-            if debug:
-                sys.stderr.write(text.decode("utf-8", "replace"))
-
-        _LOG_CALLBACK = callback  # keep a reference: C holds only the pointer
-        ll.llama_log_set(callback, ctypes.c_void_p(0))
-
-
-def default_threads() -> int:
-    return max(1, min(8, os.cpu_count() or 1))
 
 
 # llama.cpp's CPU kernels give different results (~5% relative, measured) for batches of fewer
@@ -143,42 +114,22 @@ class LlamaCoordinator:
         sessions: int = 1,
         transcript_format: str = CURRENT_FORMAT.id,
     ) -> None:
-        quiet_llama_logs()
         import llama_cpp as ll
 
         self._ll = ll
         self.model_path = Path(model_path)
-        if not self.model_path.is_file():
-            raise ConfigError(f"coordinator model not found: {self.model_path}")
-        ll.llama_backend_init()
-        model_params = ll.llama_model_default_params()
-        # Repacked CPU weights run 4-row kernels with a different tail path, so a token's
-        # state would depend on its row within the batch; plain weights make it batch-exact.
-        model_params.use_extra_bufts = False
-        self._model = ll.llama_model_load_from_file(str(self.model_path).encode(), model_params)
-        if not self._model:
-            raise ConfigError(f"coordinator model could not be loaded (not a GGUF?): {self.model_path}")
-        self._vocab = ll.llama_model_get_vocab(self._model)
+        self._model = load_model(self.model_path)  # plain weights: batch-exact states
         threads = n_threads or default_threads()
-        params = ll.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = n_batch
-        params.n_ubatch = n_batch
-        params.n_threads = threads
-        params.n_threads_batch = threads
+        params = self._model.context_params(n_ctx=n_ctx, n_batch=n_batch, n_threads=threads)
         params.embeddings = False  # see _read_embeddings
         params.pooling_type = ll.LLAMA_POOLING_TYPE_NONE
-        self.hidden_size = int(ll.llama_model_n_embd(self._model))
+        self.hidden_size = self._model.hidden_size
         self._capturing = False  # the readout callback is armed (the decision's decode)
         self._captured: np.ndarray | None = None
         self._read_embeddings = False  # the model's graph has no READOUT_TENSOR
         self._on_tensor = ll.ggml_backend_sched_eval_callback(self._make_readout(_ggml()))
         params.cb_eval = self._on_tensor  # kept referenced: C holds only the pointer
         params.swa_full = True
-        # llama.cpp's CPU flash-attention kernel makes a token's state depend on how the
-        # tokens were split into batches (5% relative difference measured here), which
-        # would break exact prefix reuse; plain attention gives identical states.
-        params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
         self._params = params
         self._sessions: list[_Session] = []
         self.max_sessions = max(1, sessions)
@@ -206,13 +157,7 @@ class LlamaCoordinator:
         cached = self._segment_tokens.get(key)
         if cached is not None:
             return cached
-        data = text.encode("utf-8")
-        capacity = len(data) + 8
-        buffer = (self._ll.llama_token * capacity)()
-        n = self._ll.llama_tokenize(self._vocab, data, len(data), buffer, capacity, bos, False)
-        if n < 0:  # cannot happen with one slot per byte, but never trust a C API blindly
-            raise RuntimeError(f"tokenizer needed {-n} slots")
-        tokens = list(buffer[:n])
+        tokens = self._model.tokenize(text, bos=bos)
         if len(self._segment_tokens) > 20_000:
             self._segment_tokens.clear()
         self._segment_tokens[key] = tokens
@@ -322,9 +267,7 @@ class LlamaCoordinator:
         return StreamingPrefill(self, transcript, agent, role)
 
     def _new_session(self) -> _Session:
-        ctx = self._ll.llama_init_from_model(self._model, self._params)
-        if not ctx:
-            raise ConfigError(f"could not create a llama.cpp context (n_ctx={self._params.n_ctx}) for {self.model_path}")
+        ctx = self._model.new_context(self._params)
         session = _Session(ctx, self._ll.llama_get_memory(ctx))
         self._sessions.append(session)
         return session
@@ -398,8 +341,7 @@ class LlamaCoordinator:
             self._ll.llama_batch_free(self._batch)
             for session in self._sessions:
                 self._ll.llama_free(session.ctx)
-            self._ll.llama_model_free(self._model)
-            self._sessions = []
+            self._sessions = []  # the model stays loaded for the process (coordinator/model.py)
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:

@@ -1,4 +1,4 @@
-"""An in-process GGUF model through llama-cpp-python.
+"""An in-process GGUF model through llama.cpp's C API (via llama-cpp-python's bindings).
 
 `mode = "completion"` is for base models (the embedded Gemma-3-270M has no chat template and
 writes garbage in chat form): the role prompt and transcript become plain text, followed by the
@@ -7,26 +7,35 @@ Worker's reply is the signature plus its completion, returned as one fenced bloc
 rarely writes a clean verdict, so a completion-mode Verifier compares the log-probabilities of
 the continuations " ACCEPT" and " REJECT" and reports the likelier one.
 
-`mode = "chat"` is for instruction-tuned GGUFs and uses the model's own chat template.
-Agents on the same file and context size share one loaded model, one call at a time (a lock:
-concurrent episodes in train and eval take turns). Each call evaluates its
-prompt from scratch: llama-cpp-python's default CPU kernels make logits depend on how tokens
-were split into batches, so reusing a cached prefix would make "the same call gives the same
-reply" (sampling is seeded by the prompt) only approximately true.
+`mode = "chat"` is for instruction-tuned GGUFs and renders the model's own chat template
+(`tokenizer.chat_template`, with llama-cpp-python's Jinja2 formatter); a GGUF without one is a
+configuration error.
+
+The weights are the process's one load of the file (`coordinator/model.py`), shared with the
+coordinator when it runs on the same GGUF. Agents on the same file and context size share one
+llama.cpp context, one call at a time (a lock: concurrent episodes in train and eval take
+turns). Each call evaluates its prompt from scratch, so a call's reply depends only on the call
+(sampling is seeded by the prompt): the same call gives the same reply.
+
+Sampling is llama-cpp-python's default chain: greedy at temperature 0, else top-k 40,
+top-p 0.95, min-p 0.05, then the temperature.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.coordinator.embedded import resolve_model
-from trinity_cli.coordinator.llama import default_threads, quiet_llama_logs
+from trinity_cli.coordinator.model import Model, default_threads, load_model
 from trinity_cli.core.roles import Role
+from trinity_cli.errors import ConfigError
 from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback
 
 # HumanEval's stop sequences: a completed function ends where top-level code starts.
@@ -35,22 +44,144 @@ PROSE_STOPS = ("\n## ", "\n\n\n", "```")
 # The completion of a function body ends at the first unindented line (HumanEval practice).
 _TOP_LEVEL = re.compile(r"\n(?=\S)")
 VERDICT_WORDS = {"accept": " ACCEPT", "reject": " REJECT"}
-
-_LOADED: dict[tuple[Path, int], tuple[Any, threading.Lock]] = {}
-_LOADING = threading.Lock()
+N_BATCH = 512
 
 
-def load_llama(path: Path, n_ctx: int) -> tuple[Any, threading.Lock]:
-    """The loaded model for (file, context size), and the lock its calls take."""
-    key = (path, n_ctx)
-    with _LOADING:
-        if key not in _LOADED:
-            quiet_llama_logs()
-            from llama_cpp import Llama
+class _Runtime:
+    """One llama.cpp context on a loaded model: a KV cache that calls use one at a time."""
 
-            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=default_threads(), verbose=False)
-            _LOADED[key] = (llm, threading.Lock())
-    return _LOADED[key]
+    def __init__(self, model: Model, n_ctx: int) -> None:
+        import llama_cpp as ll
+
+        self._ll = ll
+        self.model = model
+        self.ctx = model.new_context(model.context_params(n_ctx=n_ctx, n_batch=N_BATCH, n_threads=default_threads()))
+        self.n_ctx = int(ll.llama_n_ctx(self.ctx))
+        self._memory = ll.llama_get_memory(self.ctx)
+        self._batch = ll.llama_batch_init(N_BATCH, 0, 1)
+        self.lock = threading.Lock()
+
+    def evaluate(self, tokens: Sequence[int], position: int) -> None:
+        """Evaluate `tokens` from `position` on (dropping the cache there), logits for the last."""
+        ll, batch = self._ll, self._batch
+        ll.llama_memory_seq_rm(self._memory, 0, position, -1)
+        for start in range(0, len(tokens), N_BATCH):
+            chunk = tokens[start : start + N_BATCH]
+            for i, token in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = position + start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = start + i == len(tokens) - 1
+            batch.n_tokens = len(chunk)
+            status = ll.llama_decode(self.ctx, batch)
+            if status != 0:
+                raise RuntimeError(f"llama_decode failed with status {status}")
+
+    def logprobs(self) -> Any:
+        """Log-softmax of the logits of the last evaluated token."""
+        import numpy as np
+
+        pointer = self._ll.llama_get_logits_ith(self.ctx, -1)
+        logits = np.ctypeslib.as_array(pointer, shape=(self.model.n_vocab,)).astype(np.float64)
+        peak = logits.max()
+        return logits - peak - np.log(np.exp(logits - peak).sum())
+
+    def generate(self, prompt: list[int], *, max_tokens: int, temperature: float, stops: Sequence[str],
+                 on_text: TextCallback | None) -> tuple[str, int]:
+        """Sample up to `max_tokens` after `prompt`; the text ends before the first stop string.
+        Returns the text and the number of tokens generated."""
+        ll = self._ll
+        self.evaluate(prompt, 0)
+        sampler = _sampler(ll, temperature, seed=_seed(prompt))
+        text = _StopAt(stops, on_text)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        generated = 0
+        try:
+            position = len(prompt)
+            while generated < max_tokens and position < self.n_ctx:
+                token = ll.llama_sampler_sample(sampler, self.ctx, -1)
+                if self.model.is_end(token):
+                    break
+                generated += 1
+                if text.add(decoder.decode(self.model.piece(token))):
+                    break
+                self.evaluate([token], position)
+                position += 1
+        finally:
+            ll.llama_sampler_free(sampler)
+        text.add(decoder.decode(b"", final=True))
+        return text.finish(), generated
+
+
+class _StopAt:
+    """Generated text, cut before the first stop string. What could still turn into a stop
+    string is held back from `on_text` until it cannot."""
+
+    def __init__(self, stops: Sequence[str], on_text: TextCallback | None) -> None:
+        self.stops = [s for s in stops if s]
+        self.on_text = on_text
+        self.text = ""
+        self.sent = 0
+        self.stopped = False
+
+    def add(self, piece: str) -> bool:
+        """Append a piece; True once a stop string has appeared."""
+        if self.stopped or not piece:
+            return self.stopped
+        self.text += piece
+        found = [i for i in (self.text.find(s, self.sent) for s in self.stops) if i >= 0]
+        if found:
+            self.text, self.stopped = self.text[: min(found)], True
+            self._send(len(self.text))
+        else:
+            self._send(len(self.text) - self._stop_prefix())
+        return self.stopped
+
+    def finish(self) -> str:
+        self._send(len(self.text))
+        return self.text
+
+    def _stop_prefix(self) -> int:
+        """Length of the longest end of the text that begins a stop string."""
+        return max((k for s in self.stops for k in range(min(len(s) - 1, len(self.text)), 0, -1)
+                    if s.startswith(self.text[-k:])), default=0)
+
+    def _send(self, upto: int) -> None:
+        if upto > self.sent and self.on_text:
+            self.on_text(self.text[self.sent : upto])
+        self.sent = max(self.sent, upto)
+
+
+def _seed(tokens: list[int]) -> int:
+    """Sampling is seeded by the prompt, so the same call gives the same reply."""
+    return int.from_bytes(hashlib.sha256(str(tokens).encode()).digest()[:4], "little")
+
+
+def _sampler(ll: Any, temperature: float, seed: int) -> Any:
+    chain = ll.llama_sampler_chain_init(ll.llama_sampler_chain_default_params())
+    if temperature <= 0:
+        ll.llama_sampler_chain_add(chain, ll.llama_sampler_init_greedy())
+        return chain
+    for stage in (ll.llama_sampler_init_top_k(40), ll.llama_sampler_init_top_p(0.95, 1),
+                  ll.llama_sampler_init_min_p(0.05, 1), ll.llama_sampler_init_temp(temperature),
+                  ll.llama_sampler_init_dist(seed)):
+        ll.llama_sampler_chain_add(chain, stage)
+    return chain
+
+
+_RUNTIMES: dict[tuple[Path, int], _Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def runtime_for(path: Path, n_ctx: int) -> _Runtime:
+    """The shared context for agents on this file and context size."""
+    model = load_model(path)
+    with _RUNTIMES_LOCK:
+        key = (model.path, n_ctx)
+        if key not in _RUNTIMES:
+            _RUNTIMES[key] = _Runtime(model, n_ctx)
+        return _RUNTIMES[key]
 
 
 class LocalProvider:
@@ -59,73 +190,61 @@ class LocalProvider:
         self.prices = Prices(0.0, 0.0)
         self.mode = spec.mode or "completion"
         self.temperature = 0.0 if spec.temperature is None else spec.temperature
-        self._llm, self._lock = load_llama(resolve_model(spec.model), spec.n_ctx)
+        self._runtime = runtime_for(resolve_model(spec.model), spec.n_ctx)
+        self._render: Callable[..., Any] | None = None
+        if self.mode == "chat":
+            self._render = _chat_formatter(self._runtime.model, spec.name)
 
     def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
         watch = Stopwatch()
-        with self._lock:
-            if self.mode == "chat":
-                text, tokens_in, tokens_out = self._chat(request, on_text)
-            elif request.role is Role.VERIFIER:
+        with self._runtime.lock:
+            if request.role is Role.VERIFIER and self.mode == "completion":
                 text, tokens_in, tokens_out = self._judge(request)
                 if on_text:
                     on_text(text)
             else:
-                text, tokens_in, tokens_out = self._complete(request, on_text)
+                text, tokens_in, tokens_out = self._generate(request, on_text)
         return Reply(text, tokens_in, tokens_out, 0.0, watch.seconds)
 
-    def _prompt_tokens(self, request: Request, reserve: int) -> list[int]:
-        """The completion prompt, clipped from the front (BOS kept) to leave `reserve` tokens."""
-        tokens = self._llm.tokenize(request.completion_prompt().encode("utf-8"), add_bos=True)
-        room = max(16, self._llm.n_ctx() - reserve)
+    def _clip(self, tokens: list[int], reserve: int) -> list[int]:
+        """The prompt clipped from the front (its first token kept) to leave `reserve` tokens."""
+        room = max(16, self._runtime.n_ctx - reserve)
         return tokens if len(tokens) <= room else tokens[:1] + tokens[-(room - 1) :]
 
-    def _seed(self, tokens: list[int]) -> int:
-        """Sampling is seeded by the prompt, so the same call gives the same reply."""
-        return int.from_bytes(hashlib.sha256(str(tokens).encode()).digest()[:4], "little")
-
-    def _complete(self, request: Request, on_text: TextCallback | None) -> tuple[str, int, int]:
-        worker = request.role is Role.WORKER
-        stops = list(self.spec.stop) + list(WORKER_STOPS if worker else PROSE_STOPS)
-        prompt = self._prompt_tokens(request, self.spec.max_tokens)
-        pieces: list[str] = []
-        count = 0
-        self._llm.reset()  # see the module docstring: reuse would make replies batch-dependent
-        for chunk in self._llm.create_completion(
-            prompt, max_tokens=self.spec.max_tokens, temperature=self.temperature,
-            stop=stops, stream=True, seed=self._seed(prompt),
-        ):
-            piece = chunk["choices"][0]["text"]
-            if piece:
-                count += 1
-                pieces.append(piece)
-                if on_text:
-                    on_text(piece)
-        text = "".join(pieces)
-        if worker:
+    def _generate(self, request: Request, on_text: TextCallback | None) -> tuple[str, int, int]:
+        model, stops = self._runtime.model, list(self.spec.stop)
+        if self._render is not None:
+            rendered = self._render(messages=[{"role": "system", "content": request.system},
+                                              {"role": "user", "content": request.user}])
+            tokens = model.tokenize(rendered.prompt, bos=not rendered.added_special, special=True)
+        else:
+            worker = request.role is Role.WORKER
+            stops += WORKER_STOPS if worker else PROSE_STOPS
+            tokens = model.tokenize(request.completion_prompt(), bos=True)
+        prompt = self._clip(tokens, self.spec.max_tokens)
+        text, count = self._runtime.generate(prompt, max_tokens=self.spec.max_tokens, temperature=self.temperature,
+                                             stops=stops, on_text=on_text)
+        if self._render is None and request.role is Role.WORKER:
             body = _TOP_LEVEL.split(text, maxsplit=1)[0] if request.answer_prefix else text
             text = f"```python\n{request.answer_prefix}{body.rstrip()}\n```"
         return text, len(prompt), count
 
     def _judge(self, request: Request) -> tuple[str, int, int]:
         """ACCEPT vs REJECT by the log-probability of each continuation after the prompt."""
-        llm = self._llm
-        prompt = self._prompt_tokens(request, reserve=8)
-        llm.reset()
-        llm.eval(prompt)
-        after_prompt = self._last_logprobs()
+        runtime = self._runtime
+        prompt = self._clip(runtime.model.tokenize(request.completion_prompt(), bos=True), reserve=8)
+        runtime.evaluate(prompt, 0)
+        after_prompt = runtime.logprobs()
         scores = {}
         n_out = 0
         for verdict, word in VERDICT_WORDS.items():
-            tokens = llm.tokenize(word.encode(), add_bos=False, special=False)
-            llm.n_tokens = len(prompt)  # rewind to the prompt (the KV past it is overwritten)
+            tokens = runtime.model.tokenize(word, bos=False)
             total = float(after_prompt[tokens[0]])
-            for previous, token in zip(tokens, tokens[1:]):
-                llm.eval([previous])
-                total += float(self._last_logprobs()[token])
+            for i, token in enumerate(tokens[1:]):
+                runtime.evaluate([tokens[i]], len(prompt) + i)  # the KV past the prompt is replaced
+                total += float(runtime.logprobs()[token])
             scores[verdict] = total
             n_out += len(tokens)
-        llm.n_tokens = len(prompt)
         best = max(scores, key=scores.__getitem__)
         text = (
             f"<verdict>{best.upper()}</verdict> (log-probability of ACCEPT "
@@ -133,33 +252,18 @@ class LocalProvider:
         )
         return text, len(prompt), n_out
 
-    def _last_logprobs(self) -> Any:
-        """Log-softmax of the logits of the last evaluated token."""
-        import llama_cpp
-        import numpy as np
 
-        pointer = llama_cpp.llama_get_logits_ith(self._llm.ctx, -1)
-        logits = np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).astype(np.float64)
-        peak = logits.max()
-        return logits - peak - np.log(np.exp(logits - peak).sum())
+def _chat_formatter(model: Model, agent: str) -> Callable[..., Any]:
+    """The GGUF's chat template, rendered as llama-cpp-python renders it for `Llama`."""
+    template = model.chat_template()
+    if template is None:
+        raise ConfigError(
+            f'agent {agent!r}: mode = "chat" needs a GGUF with a chat template, and {model.path.name} has none '
+            '(use mode = "completion" for base models)'
+        )
+    import llama_cpp
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    def _chat(self, request: Request, on_text: TextCallback | None) -> tuple[str, int, int]:
-        messages = [
-            {"role": "system", "content": request.system},
-            {"role": "user", "content": request.user},
-        ]
-        pieces: list[str] = []
-        count = 0
-        for chunk in self._llm.create_chat_completion(
-            messages, max_tokens=self.spec.max_tokens, temperature=self.temperature,
-            stop=list(self.spec.stop) or None, stream=True,
-        ):
-            piece = chunk["choices"][0]["delta"].get("content") or ""
-            if piece:
-                count += 1
-                pieces.append(piece)
-                if on_text:
-                    on_text(piece)
-        tokens_in = len(self._llm.tokenize((request.system + request.user).encode(), add_bos=True))
-        return "".join(pieces), tokens_in, count
-
+    vocab = model.vocab
+    return Jinja2ChatFormatter(template=template, eos_token=model.token_text(llama_cpp.llama_vocab_eos(vocab)),
+                               bos_token=model.token_text(llama_cpp.llama_vocab_bos(vocab)))

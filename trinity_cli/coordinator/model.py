@@ -1,0 +1,151 @@
+"""llama.cpp models: one load per GGUF file per process, shared by the coordinator and the
+local agents, always with plain weights.
+
+Plain weights means no extra CPU buffer types (`use_extra_bufts = False`), for two measured
+reasons:
+
+- repacked weights make a token's state depend on its row within the batch, and the
+  coordinator's prefix reuse needs batch-exact states;
+- on CPUs with AMX (Intel Xeon since Sapphire Rapids) a native build of llama.cpp stores the
+  weights for its AMX kernels, which crash on every batch of more than one token
+  (ggml-org/llama.cpp#20824). llama-cpp-python's `Llama` cannot turn them off, so trinity
+  drives llama.cpp through its C API only.
+
+The same numerics everywhere is also what lets one load serve both roles: the coordinator's
+contexts and the agents' contexts sit on the same weights.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trinity_cli.errors import ConfigError
+
+_LOG_CALLBACK = None
+
+
+def quiet_llama_logs() -> None:
+    """Silence llama.cpp's load-time chatter on stderr unless TRINITY_DEBUG is set.
+
+    llama-cpp-python's own callback maps ggml's log levels with an outdated table (warnings
+    print as errors), so trinity installs its own; failures still surface as return codes.
+    """
+    global _LOG_CALLBACK
+    import llama_cpp as ll
+    import llama_cpp.llama
+
+    if _LOG_CALLBACK is None:
+        debug = bool(os.environ.get("TRINITY_DEBUG"))
+
+        @ll.llama_log_callback
+        def callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            if debug:
+                sys.stderr.write(text.decode("utf-8", "replace"))
+
+        _LOG_CALLBACK = callback  # keep a reference: C holds only the pointer
+        ll.llama_log_set(callback, ctypes.c_void_p(0))
+
+
+def default_threads() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A loaded GGUF (llama_model *) and its vocabulary."""
+
+    path: Path
+    handle: Any
+    vocab: Any
+
+    @property
+    def hidden_size(self) -> int:
+        return int(_ll().llama_model_n_embd(self.handle))
+
+    @property
+    def n_vocab(self) -> int:
+        return int(_ll().llama_vocab_n_tokens(self.vocab))
+
+    def tokenize(self, text: str, *, bos: bool, special: bool = False) -> list[int]:
+        """Token ids of `text`; `special` parses control tokens such as <start_of_turn>."""
+        ll = _ll()
+        data = text.encode("utf-8")
+        capacity = len(data) + 8  # a token is at least one byte, plus BOS
+        buffer = (ll.llama_token * capacity)()
+        n = ll.llama_tokenize(self.vocab, data, len(data), buffer, capacity, bos, special)
+        if n < 0:  # cannot happen with one slot per byte, but never trust a C API blindly
+            raise RuntimeError(f"tokenizer needed {-n} slots")
+        return list(buffer[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a generated token stands for (control tokens render as nothing)."""
+        ll = _ll()
+        buffer = ctypes.create_string_buffer(64)
+        n = ll.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, False)
+        if n < 0:
+            buffer = ctypes.create_string_buffer(-n)
+            n = ll.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[:n]
+
+    def is_end(self, token: int) -> bool:
+        return bool(_ll().llama_vocab_is_eog(self.vocab, token))
+
+    def token_text(self, token: int) -> str:
+        return (_ll().llama_vocab_get_text(self.vocab, token) or b"").decode("utf-8", "replace")
+
+    def chat_template(self) -> str | None:
+        raw = _ll().llama_model_chat_template(self.handle, None)
+        return raw.decode("utf-8") if raw else None
+
+    def context_params(self, *, n_ctx: int, n_batch: int, n_threads: int) -> Any:
+        """llama.cpp's context defaults with trinity's sizes; flash attention off, because
+        llama.cpp's CPU flash-attention kernel makes a token's state depend on how the tokens
+        were split into batches (5% relative difference measured here)."""
+        ll = _ll()
+        params = ll.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = params.n_ubatch = n_batch
+        params.n_threads = params.n_threads_batch = n_threads
+        params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        return params
+
+    def new_context(self, params: Any) -> Any:
+        ctx = _ll().llama_init_from_model(self.handle, params)
+        if not ctx:
+            raise ConfigError(f"could not create a llama.cpp context (n_ctx={params.n_ctx}) for {self.path}")
+        return ctx
+
+
+_MODELS: dict[Path, Model] = {}
+_LOADING = threading.Lock()
+
+
+def load_model(path: Path) -> Model:
+    """The process's one load of this GGUF (kept until the process ends)."""
+    key = Path(path).expanduser().resolve()
+    with _LOADING:
+        if key not in _MODELS:
+            if not key.is_file():
+                raise ConfigError(f"GGUF model file not found: {key}")
+            quiet_llama_logs()
+            ll = _ll()
+            ll.llama_backend_init()
+            params = ll.llama_model_default_params()
+            params.use_extra_bufts = False  # plain weights: see the module docstring
+            handle = ll.llama_model_load_from_file(str(key).encode(), params)
+            if not handle:
+                raise ConfigError(f"model could not be loaded (not a GGUF?): {key}")
+            _MODELS[key] = Model(key, handle, ll.llama_model_get_vocab(handle))
+        return _MODELS[key]
+
+
+def _ll() -> Any:
+    import llama_cpp
+
+    return llama_cpp
