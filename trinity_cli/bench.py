@@ -4,8 +4,9 @@ Keys (scripts depend on them):
 - prefix_reuse_speedup_4k: decision time for a ~4k-token transcript by full re-encode ÷ the
   time when only the newest ~200-token turn is new (plus the curve at 256, 1k, 2k, 4k);
 - reencode_time_vs_raw: the coordinator's full re-encode ÷ llama.cpp's cheapest raw prompt
-  evaluation of the same tokens and threads (default context: flash attention and weight
-  repacking as llama.cpp chooses, logits for the last token only);
+  evaluation of the same tokens and threads (default context, logits for the last token only;
+  the fastest of RAW_CONFIGS that runs here), and reencode_time_vs_raw_no_flash_attention
+  against the raw evaluation with the coordinator's attention kernels;
 - coordinator_share_2s_call: coordinator seconds after the agent's last token ÷ the turn's wall
   time, for a 2 s streamed reply of ~300 tokens encoded while it streams (and
   coordinator_share_2s_call_non_overlapped: the same reply encoded after it ends);
@@ -74,26 +75,31 @@ def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
     return curve
 
 
-def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> tuple[float, str]:
-    """llama.cpp's plain prompt evaluation (default context: flash attention as llama.cpp
-    chooses, logits for the last token only), with llama.cpp's default weight layout where it
-    runs here, else with plain weights. Each layout runs in a child process: llama.cpp's AMX
-    kernels, which a native build picks on recent Xeons, crash (ggml-org/llama.cpp#20824).
-    Returns the cheaper median and which weights it had."""
-    results = {}
-    for weights in ("default", "plain"):
+# llama.cpp prompt evaluations the raw side tries: (its default weight layout, flash attention).
+RAW_CONFIGS = {
+    "default weights, flash attention auto": (True, "auto"),
+    "plain weights, flash attention auto": (False, "auto"),
+    "plain weights, flash attention off": (False, "off"),
+}
+
+
+def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> dict[str, float | None]:
+    """llama.cpp's plain prompt evaluation of `tokens` (default context, logits for the last
+    token only) per RAW_CONFIGS entry: the median seconds, or None where it crashed. Each runs
+    in a child process: on CPUs with AMX, llama.cpp's default weight layout puts the weights in
+    its AMX kernels, which crash on batches of more than one token (ggml-org/llama.cpp#20824)."""
+    seconds: dict[str, float | None] = {}
+    for name, (extra_bufts, flash_attn) in RAW_CONFIGS.items():
         child = subprocess.run(
             [sys.executable, "-c", "from trinity_cli.bench import raw_eval_child; raw_eval_child()"],
             input=json.dumps({"model": str(model_path), "tokens": tokens, "threads": threads, "repeats": repeats,
-                              "extra_bufts": weights == "default"}),
+                              "extra_bufts": extra_bufts, "flash_attn": flash_attn}),
             capture_output=True, text=True, check=False,
         )
-        if child.returncode == 0:
-            results[weights] = float(child.stdout)
-    if not results:
-        raise RuntimeError("llama.cpp's raw prompt evaluation failed with every weight layout")
-    best = min(results, key=results.__getitem__)
-    return results[best], best if "default" in results else "plain (llama.cpp's default weights crashed here)"
+        seconds[name] = float(child.stdout) if child.returncode == 0 else None
+    if not any(seconds.values()):
+        raise RuntimeError("llama.cpp's raw prompt evaluation failed in every configuration")
+    return seconds
 
 
 def raw_eval_child() -> None:
@@ -111,6 +117,8 @@ def raw_eval_child() -> None:
     params = ll.llama_context_default_params()
     params.n_ctx, params.n_batch = 8192, 512
     params.n_threads = params.n_threads_batch = job["threads"]
+    if job["flash_attn"] == "off":
+        params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
     ctx = ll.llama_init_from_model(model, params)
     tokens = job["tokens"]
     batch = ll.llama_batch_init(512, 0, 1)
@@ -345,7 +353,9 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         return coordinator.encode(four_k).seconds
 
     reencode = _median(full, repeats)
-    raw, raw_weights = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
+    raw_by_config = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
+    raw = min(t for t in raw_by_config.values() if t is not None)
+    same_attention = raw_by_config["plain weights, flash attention off"]
     stream = streamed_call_share(coordinator, repeats)
     settings = tuning(coordinator)
     coordinator.close()
@@ -357,7 +367,8 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "reencode_time_vs_raw": round(reencode / raw, 3),
         "reencode_seconds_4k": round(reencode, 3),
         "raw_eval_seconds_4k": round(raw, 3),
-        "raw_eval_weights": raw_weights,
+        "reencode_time_vs_raw_no_flash_attention": round(reencode / same_attention, 3) if same_attention else None,
+        "raw_eval_seconds_4k_by_config": {k: None if v is None else round(v, 3) for k, v in raw_by_config.items()},
         "coordinator_share_2s_call": round(stream["overlapped"], 3),
         "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
         "reply": {"tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,
