@@ -106,7 +106,7 @@ def raw_eval_child() -> None:
     """The child side of raw_eval_seconds: reads its job as JSON on stdin, prints seconds."""
     import llama_cpp as ll
 
-    from trinity_cli.coordinator.model import quiet_llama_logs
+    from trinity_cli.coordinator.model import fill_batch, quiet_llama_logs
 
     job = json.load(sys.stdin)
     quiet_llama_logs()
@@ -127,12 +127,7 @@ def raw_eval_child() -> None:
         ll.llama_memory_clear(ll.llama_get_memory(ctx), True)
         started = time.perf_counter()
         for begin in range(0, len(tokens), 512):
-            chunk = tokens[begin : begin + 512]
-            for i, token in enumerate(chunk):
-                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, begin + i, 1
-                batch.seq_id[i][0] = 0
-                batch.logits[i] = begin + i == len(tokens) - 1
-            batch.n_tokens = len(chunk)
+            fill_batch(batch, tokens[begin : begin + 512], begin, len(tokens) - 1 - begin)
             if ll.llama_decode(ctx, batch) != 0:
                 raise SystemExit(2)
         return time.perf_counter() - started

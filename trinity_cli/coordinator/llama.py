@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.coordinator.base import Encoding
-from trinity_cli.coordinator.model import default_threads, load_model
+from trinity_cli.coordinator.model import default_threads, fill_batch, load_model
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
@@ -308,13 +308,7 @@ class LlamaCoordinator:
             stop = min(end, chunk + self.n_batch)
             if 0 < end - stop < MIN_EXACT_BATCH:
                 stop = end - MIN_EXACT_BATCH
-            for i, pos in enumerate(range(chunk, stop)):
-                batch.token[i] = tokens[pos]
-                batch.pos[i] = pos
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
-                batch.logits[i] = pos >= outputs_from
-            batch.n_tokens = stop - chunk
+            fill_batch(batch, tokens[chunk:stop], chunk, outputs_from - chunk)
             status = ll.llama_decode(session.ctx, batch)
             if status != 0:
                 self.reset()

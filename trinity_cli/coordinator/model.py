@@ -21,6 +21,7 @@ import ctypes
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,18 @@ class Model:
         if not ctx:
             raise ConfigError(f"could not create a llama.cpp context (n_ctx={params.n_ctx}) for {self.path}")
         return ctx
+
+
+def fill_batch(batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int) -> None:
+    """Load `tokens` into a llama_batch at positions first_position..., all in sequence 0;
+    those from index `outputs_from` on are outputs."""
+    for i, token in enumerate(tokens):
+        batch.token[i] = token
+        batch.pos[i] = first_position + i
+        batch.n_seq_id[i] = 1
+        batch.seq_id[i][0] = 0
+        batch.logits[i] = i >= outputs_from
+    batch.n_tokens = len(tokens)
 
 
 _MODELS: dict[Path, Model] = {}

@@ -33,7 +33,7 @@ from typing import Any
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.coordinator.embedded import resolve_model
-from trinity_cli.coordinator.model import Model, default_threads, load_model
+from trinity_cli.coordinator.model import Model, default_threads, fill_batch, load_model
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError
 from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback
@@ -66,14 +66,7 @@ class _Runtime:
         ll, batch = self._ll, self._batch
         ll.llama_memory_seq_rm(self._memory, 0, position, -1)
         for start in range(0, len(tokens), N_BATCH):
-            chunk = tokens[start : start + N_BATCH]
-            for i, token in enumerate(chunk):
-                batch.token[i] = token
-                batch.pos[i] = position + start + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
-                batch.logits[i] = start + i == len(tokens) - 1
-            batch.n_tokens = len(chunk)
+            fill_batch(batch, tokens[start : start + N_BATCH], position + start, len(tokens) - 1 - start)
             status = ll.llama_decode(self.ctx, batch)
             if status != 0:
                 raise RuntimeError(f"llama_decode failed with status {status}")
