@@ -20,8 +20,9 @@ How a decision is encoded (transcript format in `core.transcript`):
   embeddings mode.
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
   (`use_extra_bufts = False`, as every model trinity loads: `coordinator/model.py`) and no
-  flash attention. With either on, the same token's state
-  differs by ~5% (relative) depending on how the tokens were split into batches. Batches of
+  flash attention. With either on, the same token's state differs by up to ~5% (relative)
+  depending on how the tokens were split into batches (flash attention is exact only when
+  every batch has 64 tokens or more, too many for a cheap decision step). Batches of
   fewer than 8 tokens also take an inexact path (measured: chunks of 1 to 7 change the state,
   any split into chunks of 8 or more gives identical bits), so no batch is ever smaller.
 - With `sessions = N` (train and eval with several workers) there are N llama.cpp contexts on

@@ -106,8 +106,9 @@ class Model:
 
     def context_params(self, *, n_ctx: int, n_batch: int, n_threads: int) -> Any:
         """llama.cpp's context defaults with trinity's sizes; flash attention off, because
-        llama.cpp's CPU flash-attention kernel makes a token's state depend on how the tokens
-        were split into batches (5% relative difference measured here)."""
+        llama.cpp's CPU flash attention makes a token's state depend on how the tokens were
+        split into batches (measured: batches under 64 tokens take a per-row kernel that
+        accumulates in half precision, larger ones a tiled kernel in single precision)."""
         ll = _ll()
         params = ll.llama_context_default_params()
         params.n_ctx = n_ctx
