@@ -111,7 +111,7 @@ def test_small_steps_are_exact_too(coordinator, gap):
 def test_graph_readout_equals_embeddings_mode_bit_for_bit(coordinator, gguf_path, monkeypatch):
     """The callback readout (no vocabulary projection) and llama.cpp's embeddings mode, the
     fallback for a graph without the readout tensor, give the same vector."""
-    import trinity_cli.coordinator.llama as llama
+    from trinity_cli.coordinator import llama
 
     transcript = long_transcript(4)
     coordinator.reset()

@@ -48,7 +48,7 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
             assert state["generation"] >= last_generation and state["generation"] >= printed
             last_generation = state["generation"]
     assert kills >= 3 and (workdir / "killed.npz").exists()
-    whole = subprocess.run([TRINITY, *flags, "--out", "whole.npz"], capture_output=True, text=True, timeout=600)
+    whole = subprocess.run([TRINITY, *flags, "--out", "whole.npz"], capture_output=True, check=False, text=True, timeout=600)
     assert whole.returncode == 0, whole.stderr
     a, b = np.load(workdir / "whole.npz"), np.load(workdir / "killed.npz")
     assert set(a.files) == set(b.files)

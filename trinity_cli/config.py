@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -212,11 +212,11 @@ def _probability(value: Any) -> bool:
 
 
 def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
-    spec = CoordinatorSpec()
+    changes: dict[str, Any] = {}
     if "model" in raw:
         if not isinstance(raw["model"], str) or not raw["model"]:
             raise ConfigError(f"{source}: coordinator.model must be a GGUF path or \"embedded\"")
-        spec = replace(spec, model=raw["model"])
+        changes["model"] = raw["model"]
     for key in ("n_ctx", "n_threads", "token_position"):
         if key in raw:
             value = raw[key]
@@ -226,5 +226,5 @@ def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
                 raise ConfigError(f"{source}: coordinator.{key} must be positive")
             if key == "token_position" and value >= 0:
                 raise ConfigError(f"{source}: coordinator.token_position counts from the cue's end: use -1, -2, ...")
-            spec = replace(spec, **{key: value})
-    return spec
+            changes[key] = value
+    return CoordinatorSpec(**changes)

@@ -6,6 +6,7 @@ Each test queues responses (status, headers, body chunks); the server records ev
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
@@ -105,7 +106,7 @@ def openai_stream(text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float 
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     events = [
         (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text[a:b]}, "finish_reason": None}]})
-        for a, b in zip(cuts, cuts[1:])
+        for a, b in itertools.pairwise(cuts)
     ]
     events.append((None, {**base, "choices": [], "usage": {"prompt_tokens": tokens_in, "completion_tokens": max(1, len(text) // 4),
                                                            "total_tokens": tokens_in + max(1, len(text) // 4)}}))

@@ -27,19 +27,20 @@ def doctor(
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
+    coordinator = _coordinator(pool_cfg)
     report = {
         "schema_version": 1,
         "platform": f"{platform.system()} {platform.release()} {platform.machine()}, Python {platform.python_version()}",
         "sandbox": isolation().as_dict(),
         "pool": {"source": pool_cfg.source, "agents": [c.as_json() for c in checks]},
         "paths": _paths(),
-        "coordinator": _coordinator(pool_cfg),
+        "coordinator": coordinator,
     }
     if json_out:
         print(json.dumps(report, indent=2))
     else:
         _print(report, checks)
-    usable = all(c.usable for c in checks) and report["coordinator"]["model_present"]
+    usable = all(c.usable for c in checks) and coordinator["model_present"]
     return 0 if usable else 3
 
 

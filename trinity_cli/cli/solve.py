@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -73,7 +74,7 @@ def solve(
     choice = choose_policy(pool_cfg, weights, warn)
     agents = build_agents(pool_cfg.agents)
     coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
-    sinks = []
+    sinks: list[Callable[[Any], None]] = []
     if not quiet:
         checking = f" · checked by {suite.source} ({suite.count} tests)" if suite else ""
         sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}{checking}"))

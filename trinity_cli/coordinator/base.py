@@ -17,9 +17,17 @@ class Encoding:
     tokens: int  # tokens evaluated for this decision (0 when memoized)
 
 
+class TurnStream(Protocol):
+    """A turn being encoded while its text streams in."""
+
+    def feed(self, text: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
 class Coordinator(Protocol):
     """Coordinators that can encode a turn while it streams also have
-    `stream_turn(transcript, agent, role)` returning an object with `feed(text)` and `finish()`."""
+    `stream_turn(transcript, agent, role)` returning a TurnStream."""
 
     hidden_size: int
 

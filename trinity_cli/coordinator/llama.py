@@ -341,7 +341,7 @@ class LlamaCoordinator:
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - nothing to report to at interpreter shutdown
             pass
 
 
@@ -381,5 +381,5 @@ class StreamingPrefill:
                     self.tokens += evaluated
                     if not evaluated:
                         break
-        except Exception:  # pragma: no cover - llama.cpp failures resurface in the next encode
+        except Exception:  # noqa: BLE001, S110  # pragma: no cover - llama.cpp failures resurface in the next encode
             pass

@@ -48,7 +48,7 @@ from trinity_cli.errors import BudgetExceeded, ProviderError
 from trinity_cli.providers.base import Prices, Provider, Reply, Request
 
 if TYPE_CHECKING:
-    from trinity_cli.coordinator.base import Coordinator
+    from trinity_cli.coordinator.base import Coordinator, TurnStream
 
 DEFAULT_MAX_TURNS = 5
 
@@ -301,7 +301,7 @@ def run_episode(
             started = time.perf_counter()
             stream = _stream_turn(coordinator, policy, agent, state, decision)
 
-            def on_text(text: str, turn: int = decision.turn, stream: object = stream) -> None:
+            def on_text(text: str, turn: int = decision.turn, stream: TurnStream | None = stream) -> None:
                 on_event(TextDelta(turn, text))
                 if stream is not None:
                     stream.feed(text)
@@ -332,7 +332,7 @@ def run_episode(
     return result
 
 
-def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision):
+def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision) -> TurnStream | None:
     """The coordinator's encoder for this turn's streaming text, when it has one and it helps."""
     begin = getattr(coordinator, "stream_turn", None)
     if begin is None or not policy.needs_hidden or not agent.remote:

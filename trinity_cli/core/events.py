@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from trinity_cli.core.episode import CheckOutcome, Decision, EpisodeResult, TurnRecord
@@ -41,7 +41,7 @@ class EpisodeFinished:
     result: EpisodeResult
 
 
-Event = Union[TurnStarted, TextDelta, TurnFinished, CheckFinished, EpisodeFinished]
+Event = TurnStarted | TextDelta | TurnFinished | CheckFinished | EpisodeFinished
 EventSink = Callable[[Event], None]
 
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 from trinity_cli.core.roles import Role
 
-
 DECISION_CUE = "\n[next] Who acts next, and in which role?\n"
 
 

@@ -43,7 +43,7 @@ class AnthropicProvider:
                         parts.append(text)
                         on_text(text)
                     final = stream.get_final_message()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         tokens_in, tokens_out = final.usage.input_tokens, final.usage.output_tokens
         text = "".join(parts)

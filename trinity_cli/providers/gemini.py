@@ -5,6 +5,9 @@ The key comes from `api_key_env`, else `GEMINI_API_KEY`, falling back to `GOOGLE
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from trinity_cli.config import AgentSpec
 from trinity_cli.providers.base import (
     Prices,
@@ -42,6 +45,7 @@ class GeminiProvider:
         )
         parts: list[str] = []
         usage = None
+        chunks: Iterable[Any]
         try:
             if on_text is None:  # nobody watches: one plain request
                 chunks = [self._client.models.generate_content(model=self.spec.model, contents=request.user, config=config)]
@@ -57,7 +61,7 @@ class GeminiProvider:
                     parts.append(text)
                     if on_text:
                         on_text(text)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         text = "".join(parts)
         if usage is not None and usage.prompt_token_count is not None:

@@ -60,7 +60,7 @@ class OpenAIProvider:
                         if delta:
                             parts.append(delta)
                             on_text(delta)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         text = "".join(parts)
         if usage is not None and usage.prompt_tokens is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Mapping
+from typing import ClassVar
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.roles import Role
@@ -72,8 +73,8 @@ class SimProvider:
 class _Mutate(ast.NodeTransformer):
     """One plausible bug: flip the first comparison, else the first arithmetic operator."""
 
-    FLIPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
-    ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
+    FLIPS: ClassVar = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+    ARITH: ClassVar = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
 
     def __init__(self) -> None:
         self.done = False

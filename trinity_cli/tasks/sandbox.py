@@ -114,6 +114,7 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
                                          cwd="/", start_new_session=True)
             except OSError as exc:
                 return ExecResult(SETUP_FAILED, "", f"sandbox set-up failed: {exc}")
+            assert child.stdin is not None  # stdin=PIPE
             try:
                 child.stdin.write(json.dumps({**(files or {}), "candidate.py": program}).encode())
                 child.stdin.close()

@@ -84,7 +84,7 @@ def read_jsonl(path: Path) -> list[Task]:
         where = f"{path}:{number}"
         try:
             raw = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise TaskFileError(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(raw, dict):
             raise TaskFileError(f"{where}: each line must be a JSON object")

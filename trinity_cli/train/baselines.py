@@ -69,7 +69,7 @@ def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordina
 
 def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, workers: int = 1) -> Row:
     n = len(agents)
-    plans = [((w, Role.WORKER),) for w in range(n)]
+    plans: list[tuple[tuple[int, Role], ...]] = [((w, Role.WORKER),) for w in range(n)]
     plans += [((t, Role.THINKER), (w, Role.WORKER)) for t in range(n) for w in range(n)]
 
     def solve(task: Task) -> tuple[bool, float, int]:
