@@ -96,6 +96,40 @@ def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path):
         LlamaCoordinator(bad)
 
 
+def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(coordinator, gguf_path):
+    """Gemma-3's window layers live in a 768-cell ring. Each step below is compared bit for bit
+    with a fresh encode: a cue that would wrap around the ring's end (evaluated in the scratch
+    sequence), then appends after it, a drop the ring keeps, and a drop past the held window
+    (the cache is cleared and everything re-evaluated), and one whose dropped cells would wrap."""
+    from trinity_cli.coordinator.llama import LlamaCoordinator
+
+    ring = coordinator._ring
+    assert ring == 768
+    cue = len(coordinator.cue_tokens) + coordinator.token_position + 1
+    ids = coordinator.transcript_tokens(long_transcript(14))
+    wrap_at = 2 * ring - cue + 4  # the cue's last 4 tokens land past the ring's end
+    assert len(ids) > wrap_at + 300
+    fresh = LlamaCoordinator(gguf_path, n_ctx=4096)
+    coordinator.reset()
+    coordinator.encode_tokens(ids[:1200])
+    try:
+        for length, evaluated in [
+            (wrap_at, wrap_at - 1200 + cue),  # the transcript goes into the cache, the cue into the copy
+            (wrap_at + 9, 9 + cue),
+            (wrap_at + 200, 191 + cue),
+            (wrap_at + 100, cue),  # a drop inside the ring
+            (wrap_at + 2, wrap_at + 2 + cue),  # the dropped cells would wrap: cleared
+            (wrap_at + 202, 200 + cue),
+            (wrap_at - 300, wrap_at - 300 + cue),  # the window before the drop is gone: cleared
+        ]:
+            step = coordinator.encode_tokens(ids[:length])
+            fresh.reset()
+            assert step.tokens == evaluated, length
+            assert np.array_equal(step.hidden, fresh.encode_tokens(ids[:length]).hidden), length
+    finally:
+        fresh.close()
+
+
 @pytest.mark.parametrize("gap", [1, 6, 30])
 def test_small_steps_are_exact_too(coordinator, gap):
     ids = coordinator.transcript_tokens(long_transcript(5))

@@ -7,9 +7,15 @@ How a decision is encoded (transcript format in `core.transcript`):
   after the longest common prefix are evaluated, so a turn costs its new segment plus the cue.
   The cue of the previous decision diverges from the next segment and is dropped from the cache
   by the same prefix rule.
-- Sliding-window models (Gemma-3: 512-token windows) get a full-size SWA cache (`swa_full`),
-  so removing the cue and appending never needs positions the window already evicted: reuse is
-  exact, not approximate.
+- Sliding-window models (Gemma-3: 512-token windows) keep their window layers in llama.cpp's
+  small SWA cache, a ring of n_swa + n_batch cells (768 for Gemma-3 at batch 256), so plain
+  attention multiplies 768 cells there instead of the whole transcript (a 4k re-encode: 6.9 s
+  instead of 9.5). The order of a token's cells in that ring decides how attention sums are
+  rounded, so exactness needs the ring kept canonical: position p always in cell p mod ring,
+  which llama.cpp's slot search does as long as dropped tokens never wrap around the ring's end
+  and the window before the drop point is still held. A drop that would break either rule
+  clears the cache instead (`_can_truncate`), and a cue that would wrap is evaluated in
+  sequence 1, a scratch copy of the cache (a second KV stream), so it is never dropped.
 - The vector is read from llama.cpp's graph, not from its outputs: an eval callback copies the
   decision token's row of `result_norm` (the last layer after the final RMS norm, what
   embeddings mode returns) and stops the graph there, so the 262k-word vocabulary projection
@@ -122,6 +128,13 @@ class LlamaCoordinator:
         self._model = load_model(self.model_path)  # plain weights: batch-exact states
         threads = n_threads or default_threads()
         params = self._model.context_params(n_ctx=n_ctx, n_batch=n_batch, n_threads=threads)
+        # See "Sliding-window models" in the module docstring.
+        self._ring = self._model.sliding_window_ring(n_ctx=n_ctx, n_ubatch=n_batch)
+        self._window = self._model.sliding_window
+        if self._ring is not None:
+            params.swa_full = False
+            params.n_seq_max, params.kv_unified = 2, False  # sequence 1: a scratch copy for wrapping cues
+            params.n_ctx = 2 * n_ctx  # per sequence: n_ctx
         params.embeddings = False  # see _read_embeddings
         params.pooling_type = ll.LLAMA_POOLING_TYPE_NONE
         self.hidden_size = self._model.hidden_size
@@ -130,12 +143,11 @@ class LlamaCoordinator:
         self._read_embeddings = False  # the model's graph has no READOUT_TENSOR
         self._on_tensor = ll.ggml_backend_sched_eval_callback(self._make_readout(_ggml()))
         params.cb_eval = self._on_tensor  # kept referenced: C holds only the pointer
-        params.swa_full = True
         self._params = params
         self._sessions: list[_Session] = []
         self.max_sessions = max(1, sessions)
         self._session = self._new_session()
-        self.n_ctx = ll.llama_n_ctx(self._session.ctx)
+        self.n_ctx = ll.llama_n_ctx_seq(self._session.ctx)
         self.n_batch = self._context_batch = n_batch
         self.n_threads = threads
         self.token_position = token_position
@@ -191,36 +203,51 @@ class LlamaCoordinator:
         marked as outputs, and the readout callback takes the decision token's row."""
         started = time.perf_counter()
         wanted = (ids + self.cue_tokens)[: len(ids) + len(self.cue_tokens) + self.token_position + 1]
-        outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
         with self._lock:
-            start = min(self._pick_session(wanted), len(ids), outputs_from)  # the cue is always evaluated
-            self._truncate(start)
-            hidden = None if self._read_embeddings else self._decode_readout(wanted, start, outputs_from)
-            if hidden is None:  # no readout tensor in this model's graph: embeddings mode from now on
-                self._read_embeddings = True
-                hidden = self._decode_embeddings(wanted, start, outputs_from)
-        return Encoding(hidden, time.perf_counter() - started, len(wanted) - start)
+            hidden, evaluated = self._encode_locked(ids, wanted)
+        return Encoding(hidden, time.perf_counter() - started, evaluated)
 
-    def _decode_readout(self, wanted: list[int], start: int, outputs_from: int) -> np.ndarray | None:
+    def _encode_locked(self, ids: list[int], wanted: list[int]) -> tuple[np.ndarray, int]:
+        outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
+        start = min(self._pick_session(wanted), len(ids), outputs_from)  # the cue is always evaluated
+        if self._read_embeddings and 0 < outputs_from - start < MIN_EXACT_BATCH:
+            start = max(0, outputs_from - MIN_EXACT_BATCH)  # the batch before the outputs is exact too
+        start = self._truncate(start)
+        evaluated, seq = len(wanted) - start, 0
+        if self._ring is not None and len(ids) % self._ring + len(wanted) - len(ids) > self._ring:
+            # The cue, dropped again by the next decision, would wrap around the ring's end:
+            # the transcript goes into the cache, the cue into a scratch copy of it.
+            kept = min(len(ids), outputs_from)
+            if not self._read_embeddings and kept - start >= MIN_EXACT_BATCH:
+                self._decode(wanted, start, kept, outputs_from=kept)
+                start = kept
+            self._ll.llama_memory_seq_cp(self._session.memory, 0, 1, -1, -1)
+            seq = 1
+        if self._read_embeddings:
+            return self._decode_embeddings(wanted, start, outputs_from, seq), evaluated
+        hidden = self._decode_readout(wanted, start, outputs_from, seq)
+        if hidden is None:  # no readout tensor in this model's graph: embeddings mode from now on
+            self._read_embeddings = True
+            return self._encode_locked(ids, wanted)
+        return hidden, evaluated
+
+    def _decode_readout(self, wanted: list[int], start: int, outputs_from: int, seq: int) -> np.ndarray | None:
         """Evaluate wanted[start:] with the callback armed; None if it never saw READOUT_TENSOR."""
         self._capturing, self._captured = True, None
         try:
-            self._decode(wanted, start, len(wanted), outputs_from=outputs_from)
+            self._decode(wanted, start, len(wanted), outputs_from=outputs_from, seq=seq)
         finally:
             self._capturing = False
-        if self._captured is None:
+        if self._captured is None and seq == 0:
             self._truncate(start)
         return self._captured
 
-    def _decode_embeddings(self, wanted: list[int], start: int, outputs_from: int) -> np.ndarray:
+    def _decode_embeddings(self, wanted: list[int], start: int, outputs_from: int, seq: int) -> np.ndarray:
         """The fallback readout: llama.cpp's embeddings mode, which projects every output too."""
-        if 0 < outputs_from - start < MIN_EXACT_BATCH:
-            start = max(0, outputs_from - MIN_EXACT_BATCH)
-            self._truncate(start)
-        self._decode(wanted, start, outputs_from, outputs_from=outputs_from)
+        self._decode(wanted, start, outputs_from, outputs_from=outputs_from, seq=seq)
         self._ll.llama_set_embeddings(self._session.ctx, True)
         try:
-            self._decode(wanted, outputs_from, len(wanted), outputs_from=outputs_from)
+            self._decode(wanted, outputs_from, len(wanted), outputs_from=outputs_from, seq=seq)
         finally:
             self._ll.llama_set_embeddings(self._session.ctx, False)
         pointer = self._ll.llama_get_embeddings_ith(self._session.ctx, -1)
@@ -256,10 +283,10 @@ class LlamaCoordinator:
         ids = self.transcript_tokens(transcript, last_open=True)[:-STREAM_HOLD_BACK]
         with self._lock:
             start = self._pick_session(ids)
-            end = min(len(ids), start + max(max_tokens, MIN_EXACT_BATCH))
-            if end - start < MIN_EXACT_BATCH:
+            if len(ids) - start < MIN_EXACT_BATCH:
                 return 0
-            self._truncate(start)
+            start = self._truncate(start)
+            end = min(len(ids), start + max(max_tokens, MIN_EXACT_BATCH))
             self._decode(ids, start, end, outputs_from=end)
         return end - start
 
@@ -279,6 +306,8 @@ class LlamaCoordinator:
         scored = []
         for session in self._sessions:
             common = session.common_prefix(ids)
+            if not self._can_truncate(session, common):
+                common = 0
             scored.append((common - (len(session.cached) - common), -session.last_used, common, session))
         gain, _, common, best = max(scored, key=lambda row: row[:2])
         if best.cached and gain <= 0 and len(self._sessions) < self.max_sessions:
@@ -288,19 +317,37 @@ class LlamaCoordinator:
         self._session = best
         return common
 
-    def _truncate(self, start: int) -> None:
-        """Drop the current session's cached tokens from `start` on."""
+    def _truncate(self, start: int) -> int:
+        """Drop the current session's cached tokens from `start` on; returns where evaluation
+        resumes: `start`, or 0 when the cache had to be cleared instead."""
         session = self._session
         if start < len(session.cached):
-            if not self._ll.llama_memory_seq_rm(session.memory, 0, start, -1):
+            if not self._can_truncate(session, start) or not self._ll.llama_memory_seq_rm(session.memory, 0, start, -1):
                 session.clear(self._ll)
-                return
+                return 0
             session.cached = session.cached[:start]
+        return start
 
-    def _decode(self, tokens: list[int], begin: int, end: int, *, outputs_from: int) -> None:
+    def _can_truncate(self, session: _Session, start: int) -> bool:
+        """Whether dropping `session`'s tokens from `start` on keeps the sliding-window ring
+        exact (see the module docstring): the window before `start` is still held, the dropped
+        cells do not wrap around the ring's end (llama.cpp's slot search restarts at the first
+        freed cell), and that cell is not so far past the used ones that the search restarts
+        at cell 0 (it does past used + 2 x the batch; 2 allows for a batch of one token)."""
+        ring, held = self._ring, len(session.cached)
+        if ring is None or start >= held:
+            return True
+        oldest = int(self._ll.llama_memory_seq_pos_min(session.memory, 0))
+        return (
+            oldest <= max(0, start - self._window + 1)
+            and start % ring + held - start <= ring
+            and start % ring <= start - oldest + 2
+        )
+
+    def _decode(self, tokens: list[int], begin: int, end: int, *, outputs_from: int, seq: int = 0) -> None:
         """Evaluate tokens[begin:end] at their positions, marking those from `outputs_from` on
         as outputs. Batches are cut so that none is smaller than MIN_EXACT_BATCH (when the span
-        allows), and the last one holds every output."""
+        allows), and the last one holds every output. Sequence 1 is scratch: not recorded."""
         if begin >= end:
             return
         ll, batch, session = self._ll, self._batch, self._session
@@ -309,12 +356,13 @@ class LlamaCoordinator:
             stop = min(end, chunk + self.n_batch)
             if 0 < end - stop < MIN_EXACT_BATCH:
                 stop = end - MIN_EXACT_BATCH
-            fill_batch(batch, tokens[chunk:stop], chunk, outputs_from - chunk)
+            fill_batch(batch, tokens[chunk:stop], chunk, outputs_from - chunk, seq)
             status = ll.llama_decode(session.ctx, batch)
             if status != 0:
                 self.reset()
                 raise RuntimeError(f"llama_decode failed with status {status}")
-            session.cached.extend(tokens[chunk:stop])
+            if seq == 0:
+                session.cached.extend(tokens[chunk:stop])
             chunk = stop
 
     def configure(self, *, n_threads: int, n_batch: int) -> None:

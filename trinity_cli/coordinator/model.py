@@ -100,6 +100,27 @@ class Model:
     def token_text(self, token: int) -> str:
         return (_ll().llama_vocab_get_text(self.vocab, token) or b"").decode("utf-8", "replace")
 
+    def architecture(self) -> str:
+        buffer = ctypes.create_string_buffer(128)
+        n = _ll().llama_model_meta_val_str(self.handle, b"general.architecture", buffer, len(buffer))
+        return buffer.value.decode("utf-8", "replace") if n > 0 else ""
+
+    def sliding_window_ring(self, *, n_ctx: int, n_ubatch: int) -> int | None:
+        """The cells of llama.cpp's small sliding-window KV cache (`swa_full` off) when it is
+        smaller than the context, so that it wraps around; None for models without one.
+
+        Only architectures whose window is llama.cpp's standard one (a token sees the previous
+        n_swa - 1 positions) qualify: the coordinator's ring bookkeeping assumes that mask. The
+        size is llama.cpp's rule for one stream: n_swa + n_ubatch, padded to 256 cells."""
+        if self.sliding_window <= 0 or self.architecture() not in STANDARD_SWA_ARCHITECTURES:
+            return None
+        cells = -(-min(n_ctx, self.sliding_window + n_ubatch) // 256) * 256
+        return cells if cells < n_ctx else None
+
+    @property
+    def sliding_window(self) -> int:
+        return int(_ll().llama_model_n_swa(self.handle))
+
     def chat_template(self) -> str | None:
         raw = _ll().llama_model_chat_template(self.handle, None)
         return raw.decode("utf-8") if raw else None
@@ -124,17 +145,20 @@ class Model:
         return ctx
 
 
-def fill_batch(batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int) -> None:
-    """Load `tokens` into a llama_batch at positions first_position..., all in sequence 0;
+def fill_batch(batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int, seq: int = 0) -> None:
+    """Load `tokens` into a llama_batch at positions first_position..., all in sequence `seq`;
     those from index `outputs_from` on are outputs."""
     for i, token in enumerate(tokens):
         batch.token[i] = token
         batch.pos[i] = first_position + i
         batch.n_seq_id[i] = 1
-        batch.seq_id[i][0] = 0
+        batch.seq_id[i][0] = seq
         batch.logits[i] = i >= outputs_from
     batch.n_tokens = len(tokens)
 
+
+# Sliding-window architectures with llama.cpp's standard window mask.
+STANDARD_SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3"})
 
 _MODELS: dict[Path, Model] = {}
 _LOADING = threading.Lock()
