@@ -99,8 +99,8 @@ def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path):
 def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(coordinator, gguf_path):
     """Gemma-3's window layers live in a 768-cell ring. Each step below is compared bit for bit
     with a fresh encode: a cue that would wrap around the ring's end (evaluated in the scratch
-    sequence), then appends after it, a drop the ring keeps, and a drop past the held window
-    (the cache is cleared and everything re-evaluated), and one whose dropped cells would wrap."""
+    sequence), then appends after it, a drop the ring keeps, a drop past the held window,
+    and one that would wrap around the ring's end (both clear the cache and re-evaluate)."""
     from trinity_cli.coordinator.llama import LlamaCoordinator
 
     ring = coordinator._ring
@@ -118,7 +118,7 @@ def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(coo
             (wrap_at + 9, 9 + cue),
             (wrap_at + 200, 191 + cue),
             (wrap_at + 100, cue),  # a drop inside the ring
-            (wrap_at + 2, wrap_at + 2 + cue),  # the dropped cells would wrap: cleared
+            (wrap_at + 2, wrap_at + 2 + cue),  # the drop would wrap around the ring's end: cleared
             (wrap_at + 202, 200 + cue),
             (wrap_at - 300, wrap_at - 300 + cue),  # the window before the drop is gone: cleared
         ]:

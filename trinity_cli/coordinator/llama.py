@@ -330,19 +330,15 @@ class LlamaCoordinator:
 
     def _can_truncate(self, session: _Session, start: int) -> bool:
         """Whether dropping `session`'s tokens from `start` on keeps the sliding-window ring
-        exact (see the module docstring): the window before `start` is still held, the dropped
-        cells do not wrap around the ring's end (llama.cpp's slot search restarts at the first
-        freed cell), and that cell is not so far past the used ones that the search restarts
-        at cell 0 (it does past used + 2 x the batch; 2 allows for a batch of one token)."""
-        ring, held = self._ring, len(session.cached)
-        if ring is None or start >= held:
+        exact (see the module docstring). The window before `start` must still be held, and
+        llama.cpp's slot search must resume at cell start mod ring: it resumes at the first
+        freed cell, or at cell 0 when that lies past the cells in use (which is also what a
+        drop wrapping around the ring's end does), so that cell must not lie past them."""
+        ring = self._ring
+        if ring is None or start >= len(session.cached):
             return True
         oldest = int(self._ll.llama_memory_seq_pos_min(session.memory, 0))
-        return (
-            oldest <= max(0, start - self._window + 1)
-            and start % ring + held - start <= ring
-            and start % ring <= start - oldest + 2
-        )
+        return oldest <= max(0, start - self._window + 1) and start % ring <= start - oldest
 
     def _decode(self, tokens: list[int], begin: int, end: int, *, outputs_from: int, seq: int = 0) -> None:
         """Evaluate tokens[begin:end] at their positions, marking those from `outputs_from` on
