@@ -294,9 +294,9 @@ def test_bench_raw_side_survives_a_crashing_configuration(gguf_path):
     """Each raw configuration runs in its own process, so one that llama.cpp crashes on (its AMX
     kernels on recent Xeons) is reported as None; plain weights without flash attention, the
     coordinator's own kernels, always run."""
-    from trinity_cli.bench import RAW_CONFIGS, raw_eval_seconds
+    from trinity_cli.bench import RAW_CONFIGS, SAME_KERNELS, raw_eval_seconds
 
     seconds = raw_eval_seconds(gguf_path, list(range(1000, 1400)), threads=2, repeats=1)
     assert set(seconds) == set(RAW_CONFIGS)
     assert all(t is None or t > 0 for t in seconds.values())
-    assert seconds["plain weights, flash attention off"] is not None
+    assert seconds[SAME_KERNELS] is not None

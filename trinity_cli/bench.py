@@ -4,9 +4,9 @@ Keys (scripts depend on them):
 - prefix_reuse_speedup_4k: decision time for a ~4k-token transcript by full re-encode ÷ the
   time when only the newest ~200-token turn is new (plus the curve at 256, 1k, 2k, 4k);
 - reencode_time_vs_raw: the coordinator's full re-encode ÷ llama.cpp's cheapest raw prompt
-  evaluation of the same tokens and threads (default context, logits for the last token only;
-  the fastest of RAW_CONFIGS that runs here), and reencode_time_vs_raw_no_flash_attention
-  against the raw evaluation with the coordinator's attention kernels;
+  evaluation of the same tokens and threads (logits for the last token only; the fastest of
+  RAW_CONFIGS that runs here), and reencode_time_vs_raw_no_flash_attention against the raw
+  evaluation with the coordinator's attention kernels and KV cache (SAME_KERNELS);
 - coordinator_share_2s_call: coordinator seconds after the agent's last token ÷ the turn's wall
   time, for a 2 s streamed reply of ~300 tokens encoded while it streams (and
   coordinator_share_2s_call_non_overlapped: the same reply encoded after it ends);
@@ -75,12 +75,18 @@ def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
     return curve
 
 
-# llama.cpp prompt evaluations the raw side tries: (its default weight layout, flash attention).
+# llama.cpp prompt evaluations the raw side tries: (its default weight layout, flash attention,
+# full-size sliding-window cache, batch size). The first is llama.cpp's context defaults.
 RAW_CONFIGS = {
-    "default weights, flash attention auto": (True, "auto"),
-    "plain weights, flash attention auto": (False, "auto"),
-    "plain weights, flash attention off": (False, "off"),
+    "default weights, flash attention auto": (True, "auto", True, 512),
+    "plain weights, flash attention auto": (False, "auto", True, 512),
+    "plain weights, flash attention off": (False, "off", True, 512),
+    "plain weights, flash attention auto, small SWA cache": (False, "auto", False, 512),
+    "plain weights, flash attention off, small SWA cache, batch 512": (False, "off", False, 512),
+    "plain weights, flash attention off, small SWA cache, batch 256": (False, "off", False, 256),
 }
+# The raw evaluation with the coordinator's kernels and cache.
+SAME_KERNELS = "plain weights, flash attention off, small SWA cache, batch 256"
 
 
 def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> dict[str, float | None]:
@@ -89,11 +95,12 @@ def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats:
     in a child process: on CPUs with AMX, llama.cpp's default weight layout puts the weights in
     its AMX kernels, which crash on batches of more than one token (ggml-org/llama.cpp#20824)."""
     seconds: dict[str, float | None] = {}
-    for name, (extra_bufts, flash_attn) in RAW_CONFIGS.items():
+    for name, (extra_bufts, flash_attn, swa_full, n_batch) in RAW_CONFIGS.items():
         child = subprocess.run(
             [sys.executable, "-c", "from trinity_cli.bench import raw_eval_child; raw_eval_child()"],
             input=json.dumps({"model": str(model_path), "tokens": tokens, "threads": threads, "repeats": repeats,
-                              "extra_bufts": extra_bufts, "flash_attn": flash_attn}),
+                              "extra_bufts": extra_bufts, "flash_attn": flash_attn, "swa_full": swa_full,
+                              "n_batch": n_batch}),
             capture_output=True, text=True, check=False,
         )
         seconds[name] = float(child.stdout) if child.returncode == 0 else None
@@ -115,19 +122,21 @@ def raw_eval_child() -> None:
     model_params.use_extra_bufts = job["extra_bufts"]
     model = ll.llama_model_load_from_file(job["model"].encode(), model_params)
     params = ll.llama_context_default_params()
-    params.n_ctx, params.n_batch = 8192, 512
+    params.n_ctx, params.n_batch = 8192, job["n_batch"]
+    params.n_ubatch = min(params.n_ubatch, job["n_batch"])
+    params.swa_full = job["swa_full"]
     params.n_threads = params.n_threads_batch = job["threads"]
     if job["flash_attn"] == "off":
         params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
     ctx = ll.llama_init_from_model(model, params)
-    tokens = job["tokens"]
-    batch = ll.llama_batch_init(512, 0, 1)
+    tokens, size = job["tokens"], job["n_batch"]
+    batch = ll.llama_batch_init(size, 0, 1)
 
     def once() -> float:
         ll.llama_memory_clear(ll.llama_get_memory(ctx), True)
         started = time.perf_counter()
-        for begin in range(0, len(tokens), 512):
-            fill_batch(batch, tokens[begin : begin + 512], begin, len(tokens) - 1 - begin)
+        for begin in range(0, len(tokens), size):
+            fill_batch(batch, tokens[begin : begin + size], begin, len(tokens) - 1 - begin)
             if ll.llama_decode(ctx, batch) != 0:
                 raise SystemExit(2)
         return time.perf_counter() - started
@@ -194,18 +203,22 @@ TUNING_BATCHES = (64, 128, 256, 512)
 
 
 def tuning(coordinator: Any) -> dict[str, float]:
-    """Full re-encode seconds of a ~1k-token transcript per (threads, batch size)."""
+    """Full re-encode seconds of a ~1k-token transcript per (threads, batch size). A batch size
+    is a context setting (it also sizes the sliding-window ring), so each gets its own
+    coordinator on the same loaded model."""
+    from trinity_cli.coordinator.llama import LlamaCoordinator
+
     transcript = _transcript_of(coordinator, TUNING_TOKENS)
-    chosen = (coordinator.n_threads, coordinator.n_batch)
     seconds = {}
-    try:
-        for threads in sorted({1, 2, chosen[0]}):
-            for n_batch in TUNING_BATCHES:
-                coordinator.configure(n_threads=threads, n_batch=n_batch)
-                coordinator.reset()
-                seconds[f"threads={threads} n_batch={n_batch}"] = round(coordinator.encode(transcript).seconds, 3)
-    finally:
-        coordinator.configure(n_threads=chosen[0], n_batch=chosen[1])
+    for n_batch in TUNING_BATCHES:
+        trial = LlamaCoordinator(coordinator.model_path, n_ctx=coordinator.n_ctx, n_batch=n_batch)
+        try:
+            for threads in sorted({1, 2, coordinator.n_threads}):
+                trial.configure(n_threads=threads, n_batch=n_batch)
+                trial.reset()
+                seconds[f"n_batch={n_batch} threads={threads}"] = round(trial.encode(transcript).seconds, 3)
+        finally:
+            trial.close()
     return seconds
 
 
@@ -350,7 +363,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
     reencode = _median(full, repeats)
     raw_by_config = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
     raw = min(t for t in raw_by_config.values() if t is not None)
-    same_attention = raw_by_config["plain weights, flash attention off"]
+    same_attention = raw_by_config[SAME_KERNELS]
     stream = streamed_call_share(coordinator, repeats)
     settings = tuning(coordinator)
     coordinator.close()
