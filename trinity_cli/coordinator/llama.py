@@ -11,11 +11,12 @@ How a decision is encoded (transcript format in `core.transcript`):
   small SWA cache, a ring of n_swa + n_batch cells (768 for Gemma-3 at batch 256), so plain
   attention multiplies 768 cells there instead of the whole transcript (a 4k re-encode: 6.9 s
   instead of 9.5). The order of a token's cells in that ring decides how attention sums are
-  rounded, so exactness needs the ring kept canonical: position p always in cell p mod ring,
-  which llama.cpp's slot search does as long as dropped tokens never wrap around the ring's end
-  and the window before the drop point is still held. A drop that would break either rule
-  clears the cache instead (`_can_truncate`), and a cue that would wrap is evaluated in
-  sequence 1, a scratch copy of the cache (a second KV stream), so it is never dropped.
+  rounded, so exactness needs the ring kept canonical: position p always in cell p mod ring.
+  llama.cpp's slot search keeps it so while tokens are appended; a drop keeps it only when the
+  window before the drop point is still held and the search resumes at the right cell
+  (`_can_truncate`), and any other drop clears the cache instead. A cue that would wrap around
+  the ring's end could not be dropped again, so it is evaluated in sequence 1, a scratch copy
+  of the cache (a second KV stream).
 - The vector is read from llama.cpp's graph, not from its outputs: an eval callback copies the
   decision token's row of `result_norm` (the last layer after the final RMS norm, what
   embeddings mode returns) and stops the graph there, so the 262k-word vocabulary projection

@@ -157,8 +157,9 @@ def fill_batch(batch: Any, tokens: Sequence[int], first_position: int, outputs_f
     batch.n_tokens = len(tokens)
 
 
-# Sliding-window architectures with llama.cpp's standard window mask.
-STANDARD_SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3"})
+# Sliding-window architectures with llama.cpp's standard window mask whose ring bookkeeping
+# is tested (tests/test_coordinator.py); others keep a full-size SWA cache.
+STANDARD_SWA_ARCHITECTURES = frozenset({"gemma3"})
 
 _MODELS: dict[Path, Model] = {}
 _LOADING = threading.Lock()
