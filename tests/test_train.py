@@ -24,7 +24,7 @@ from trinity_cli.train.checkpoint import load
 from trinity_cli.train.es import TrainSettings, train
 
 SIM_POOL = Path(__file__).resolve().parent.parent / "examples" / "sim-pool.toml"
-SETTINGS = TrainSettings(generations=120, popsize=16, sigma0=0.3, batch_size=48, seed=0, max_turns=1, project=8)
+SETTINGS = TrainSettings(generations=120, popsize=16, sigma0=0.3, batch_size=48, seed=0, max_turns=1, project=10)
 
 
 @pytest.fixture(scope="session")
