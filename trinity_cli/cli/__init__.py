@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import Annotated
 
-import click
 import typer
 
 from trinity_cli import __version__
@@ -24,13 +24,17 @@ from trinity_cli.cli import train as train_command
 from trinity_cli.cli.console import stderr
 from trinity_cli.errors import TrinityError, redact
 
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# Usage errors are typer's click exceptions: its own copy of click since typer 0.2x, click itself
+# before. Both are reached through typer.BadParameter, so trinity never imports click.
+_ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 app = typer.Typer(
     name="trinity",
     help="An evolved LLM coordinator for coding tasks: a tiny trained head on a small GGUF "
     "model picks, each turn, one model from your pool and one role (thinker, worker, verifier).",
-    no_args_is_help=True,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -46,11 +50,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """trinity: route each turn to one model and one role."""
+    if ctx.invoked_subcommand is None:  # bare `trinity`: the help, as a usage error
+        stderr.print(ctx.get_help(), markup=False, highlight=False)
+        raise _ClickException("no command given") from None
 
 
 app.command("solve", help=solve_command.HELP)(solve_command.solve)
@@ -71,20 +78,28 @@ def exit_now(code: int) -> None:
     sys.exit(code)
 
 
+def _usage_line(exc: Exception) -> str:
+    """A usage error on one line, naming the command whose --help explains it."""
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "trinity"
+    return f"{message} (see `{command} --help`)"
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)
     except TrinityError as exc:
         stderr.print(f"error: {exc.message}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         stderr.print("interrupted", markup=False)
         exit_now(EXIT_INTERRUPTED)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+    except _ClickException as exc:
+        stderr.print(f"error: {_usage_line(exc)}", markup=False, highlight=False)
+        sys.exit(EXIT_USAGE)
     except Exception as exc:
         if os.environ.get("TRINITY_DEBUG"):
             raise
