@@ -1,68 +1,25 @@
 """Execution checks for `solve`: a test file, or the doctest examples of the problem text.
 
-The answer is written as `solution.py` beside a runner, in the sandbox. A test file runs with
+Both run through the one grader (`tasks/grading.py`), in the sandbox. A test file runs with
 the answer's names in scope: its module-level asserts run first, then every `test*` function
 it defines (pytest-style, no pytest needed). Doctest examples (`>>> add(2, 3)` / `5`) run with
-ELLIPSIS and NORMALIZE_WHITESPACE against the answer's names. The runner's last line is
-`trinity-check: N/M passed`; a check passes only with exit code 0 and that line with N == M,
-so an answer that exits early (`sys.exit(0)` at import) does not pass.
+ELLIPSIS and NORMALIZE_WHITESPACE against the answer's names. A check passes only when the
+grader's one-time token says every test passed, so an answer that exits early does not.
 """
 
 from __future__ import annotations
 
 import doctest
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from trinity_cli.core.episode import CheckOutcome
 from trinity_cli.errors import UsageError
-from trinity_cli.tasks.sandbox import Limits, run_python
+from trinity_cli.tasks.grading import Tests, grade
+from trinity_cli.tasks.sandbox import Limits
 
 SUMMARY_LINES = 30
-_RESULT_LINE = re.compile(r"^trinity-check: (\d+)/(\d+) passed$", re.MULTILINE)
-
-_TEST_FILE_RUNNER = r'''
-import os, sys, traceback
-sys.path.insert(0, os.getcwd())
-import solution
-scope = {k: v for k, v in vars(solution).items() if not k.startswith("__")}
-scope["__name__"] = "trinity_tests"
-before = set(scope)
-failed, total = 0, 1
-try:
-    exec(compile(open("tests.py", encoding="utf-8").read(), "tests.py", "exec"), scope)
-except Exception:
-    failed = 1
-    print("module-level assertions failed:")
-    traceback.print_exc(limit=-2, file=sys.stdout)
-if not failed:
-    tests = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) and n not in before]
-    total += len(tests)
-    for name, fn in tests:
-        try:
-            fn()
-        except Exception:
-            failed += 1
-            print(f"{name} failed:")
-            traceback.print_exc(limit=-2, file=sys.stdout)
-print(f"trinity-check: {total - failed}/{total} passed")
-sys.exit(1 if failed else 0)
-'''
-
-_DOCTEST_RUNNER = r'''
-import doctest, json, os, sys
-sys.path.insert(0, os.getcwd())
-import solution
-examples = [doctest.Example(source, want) for source, want in json.load(open("examples.json"))]
-test = doctest.DocTest(examples, dict(vars(solution)), "problem examples", "problem", 0, None)
-runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-runner.run(test, out=sys.stdout.write)
-failed, total = runner.summarize(verbose=False)
-print(f"trinity-check: {total - failed}/{total} passed")
-sys.exit(1 if failed else 0)
-'''
 
 
 @dataclass(frozen=True)
@@ -72,20 +29,19 @@ class TestSuite:
     __test__ = False  # not a pytest class
 
     source: str  # the test file's path, or "problem examples"
-    runner: str
-    files: dict[str, str]
+    tests: Tests
     count: int  # test functions (+1 for the module), or doctest examples
 
     def run(self, answer: str, limits: Limits = Limits()) -> CheckOutcome:
-        result = run_python(self.runner, limits, {**self.files, "solution.py": answer})
-        found = _RESULT_LINE.findall(result.stdout)
-        passed = result.passed and bool(found) and found[-1][0] == found[-1][1]
+        result = grade(answer, self.tests, limits=limits)
         if result.timed_out:
             summary = f"timed out after {limits.wall_s:g} s"
         else:
-            lines = (result.stdout + result.stderr).strip().splitlines()
-            summary = "\n".join(lines[-SUMMARY_LINES:]) or f"exit code {result.returncode}, no output"
-        return CheckOutcome(passed, summary)
+            lines = result.output.strip().splitlines()
+            lines.append(f"{result.tests_passed}/{result.tests_total} passed" if result.tests_total
+                         else "the tests did not finish")
+            summary = "\n".join(lines[-SUMMARY_LINES:])
+        return CheckOutcome(result.passed, summary)
 
 
 def suite_from_file(path: Path) -> TestSuite:
@@ -107,7 +63,7 @@ def suite_from_file(path: Path) -> TestSuite:
     except SyntaxError as exc:
         raise UsageError(f"--tests file {path}:{exc.lineno}: {exc.msg}") from None
     count = 1 + len(re.findall(r"^def test", text, re.MULTILINE))
-    return TestSuite(str(path), _TEST_FILE_RUNNER, {"tests.py": text}, count)
+    return TestSuite(str(path), Tests("file", source=text), count)
 
 
 def suite_from_problem(text: str) -> TestSuite | None:
@@ -125,5 +81,5 @@ def suite_from_problem(text: str) -> TestSuite | None:
             continue
     if not any(e.want.strip() for e in examples):
         return None
-    pairs = [(e.source, e.want) for e in examples]
-    return TestSuite("problem examples", _DOCTEST_RUNNER, {"examples.json": json.dumps(pairs)}, len(pairs))
+    pairs = tuple((e.source, e.want) for e in examples)
+    return TestSuite("problem examples", Tests("doctest", examples=pairs), len(pairs))

@@ -1,26 +1,158 @@
-"""Scoring by execution: a candidate passes when the task's `check(entry_point)` passes in the
-sandbox (`tasks/sandbox.py`), never by `exec` in the CLI process.
+"""The one grader of solve, train and eval: an answer passes only when a fresh secret says so.
 
-Results are cached by (task, answer hash): a noisy timeout cannot make two evaluations of the
-same answer disagree, and a second run grades nothing again.
+An exit code is no proof: `sys.exit(0)`, `os._exit(0)`, an `atexit` or `excepthook` handler, a
+`__main__` guard all end a program "successfully" before any test ran, and a model under
+selection pressure finds such lines. So the answer runs in the sandbox under a small harness
+that, for every run, is handed a new random token (in a file it deletes before the answer's
+code runs) and writes `TOKEN N/N` on a saved copy of stdout only when every test passed; the
+host requires that exact line and exit code 0. A failing run writes no token, so nothing the
+answer prints, intercepts or exits with can forge a pass. The tests run with a snapshot of the
+builtins taken before the answer was loaded, so an answer that patches `builtins` changes only
+its own code's view.
+
+The answer runs as a module named `solution` (not `__main__`), after the task's prompt (its
+imports and helper functions), as HumanEval's own harness does. Three kinds of tests:
+`check` (HumanEval's `check(candidate)`), `file` (module-level asserts, then each `test*`
+function) and `doctest` (examples from the problem text).
+
+What a grade cannot prove (README, Safety): a program that deliberately searches its own
+process for the token, or returns an object whose `__eq__` is always true.
+
+Results are cached by (grader version, task, answer): a noisy timeout cannot make two
+evaluations of the same answer disagree, and a second run grades nothing again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import secrets
 import threading
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trinity_cli.store import KeyValueStore
 from trinity_cli.tasks.sandbox import Limits, run_python
 from trinity_cli.tasks.taskset import Task
 
+GRADER_VERSION = 2  # part of every cached grade's key: version 1 counted exit code 0 as a pass
 DEFAULT_TIMEOUT_S = 10.0
+SPEC_FILE = "grade.json"
+
+_HARNESS = r'''
+import builtins, doctest, json, os, sys, traceback
+
+
+def main():
+    write, exit_now, out = os.write, os._exit, os.dup(1)  # saved before the answer runs
+    with open("grade.json", encoding="utf-8") as handle:
+        spec = json.load(handle)
+    os.unlink("grade.json")
+    token, tests = spec.pop("token"), spec["tests"]
+    clean = dict(vars(builtins))
+    solution = {"__name__": "solution", "__builtins__": builtins}
+    passed, total = 0, 1
+    try:
+        exec(compile(spec["prelude"], "prompt.py", "exec"), solution)
+        exec(compile(spec["answer"], "solution.py", "exec"), solution)
+    except BaseException:
+        print("the answer failed to load:")
+        traceback.print_exc(limit=-3, file=sys.stdout)
+    else:
+        scope = {k: v for k, v in solution.items() if not k.startswith("__")}
+        scope.update(__name__="trinity_tests", __builtins__=clean)
+        passed, total = run(tests, solution, scope)
+    sys.stdout.flush()
+    if passed == total:
+        write(out, f"\n{token} {passed}/{total}\n".encode())
+    else:
+        write(out, f"\nfailed {passed}/{total}\n".encode())
+    exit_now(0 if passed == total else 1)
+
+
+def guarded(name, call):
+    try:
+        call()
+        return True
+    except BaseException:  # SystemExit and KeyboardInterrupt included: a failed test
+        print(f"{name} failed:")
+        traceback.print_exc(limit=-3, file=sys.stdout)
+        return False
+
+
+def run(tests, solution, scope):
+    kind = tests["kind"]
+    if kind == "check":
+        entry = solution.get(tests["entry_point"])
+        if entry is None:
+            print(f"the answer defines no {tests['entry_point']!r}")
+            return 0, 1
+        code = compile(tests["source"], "tests.py", "exec")
+        return int(guarded("tests", lambda: (exec(code, scope), scope["check"](entry)))), 1
+    if kind == "file":
+        before = set(scope)
+        code = compile(tests["source"], "tests.py", "exec")
+        if not guarded("module-level assertions", lambda: exec(code, scope)):
+            return 0, 1
+        functions = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) and n not in before]
+        return 1 + sum(guarded(name, fn) for name, fn in functions), 1 + len(functions)
+    examples = [doctest.Example(source, want) for source, want in tests["examples"]]
+    test = doctest.DocTest(examples, dict(scope), "problem examples", "problem", 0, None)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    results = []
+    guarded("examples", lambda: results.append(runner.run(test, out=sys.stdout.write)))
+    failed, attempted = results[0] if results else (len(examples), len(examples))
+    return max(0, attempted - failed), max(1, attempted)
+
+
+main()
+'''
+
+
+@dataclass(frozen=True)
+class Tests:
+    """What an answer is checked against."""
+
+    __test__ = False  # not a pytest class
+
+    kind: str  # "check" | "file" | "doctest"
+    source: str = ""  # check, file: the test code
+    entry_point: str = ""  # check: the function handed to check()
+    examples: tuple[tuple[str, str], ...] = ()  # doctest: (source, expected output)
+
+
+@dataclass(frozen=True)
+class Grade:
+    passed: bool
+    tests_passed: int
+    tests_total: int
+    timed_out: bool
+    output: str  # what the tests printed, for the transcript
+
+
+_RESULT = re.compile(r"^(\S+) (\d+)/(\d+)$")
+
+
+def grade(answer: str, tests: Tests, prelude: str = "", limits: Limits = Limits()) -> Grade:
+    """Run `answer` (after `prelude`) against `tests` in the sandbox; see the module docstring."""
+    token = secrets.token_hex(16)
+    spec = {"token": token, "prelude": prelude, "answer": answer, "tests": asdict(tests)}
+    result = run_python(_HARNESS, limits, {SPEC_FILE: json.dumps(spec)})
+    lines = result.stdout.rstrip("\n").splitlines()
+    last = _RESULT.match(lines[-1]) if lines else None
+    passed_line = last is not None and last.group(1) == token and last.group(2) == last.group(3)
+    n_passed, total = (int(last.group(2)), int(last.group(3))) if last else (0, 0)
+    output = "\n".join(lines[:-1] if last else lines).strip() + result.stderr
+    return Grade(passed_line and result.returncode == 0, n_passed, total, result.timed_out, output)
+
+
+def task_tests(task: Task) -> Tests:
+    return Tests("check", source=task.test, entry_point=task.entry_point)
 
 
 def run_check(task: Task, answer: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-    program = f"{answer}\n\n{task.test}\n\ncheck({task.entry_point})\n"
-    return run_python(program, Limits(wall_s=timeout_s)).passed
+    return grade(answer, task_tests(task), task.prompt, Limits(wall_s=timeout_s)).passed
 
 
 class Grader:
@@ -38,7 +170,9 @@ class Grader:
     def passes(self, task: Task, answer: str | None) -> bool:
         if not answer:
             return False
-        key = hashlib.sha256(f"{task.task_id}\0{task.test}\0{answer}".encode()).hexdigest()
+        key = hashlib.sha256(
+            f"grader-v{GRADER_VERSION}\0{task.task_id}\0{task.prompt}\0{task.test}\0{answer}".encode()
+        ).hexdigest()
         if key in self.memory:
             return self.memory[key]
         if self._db is not None:
