@@ -50,7 +50,7 @@ def main() -> None:
         _matches(head, s, t, len(pool.agents)) for s, t in zip(check_states, check_turns)
     ])
     meta = metadata_for(
-        backbone_of(pool), pool, coordinator.hidden_size,
+        backbone_of(pool), pool, coordinator.hidden_size, numerics=coordinator.numerics,
         trained=False,
         init="imitation of the fallback pipeline (ridge regression on hidden states); not trained for reward",
         training={"tasks": "humaneval", "split": "train", "n_synthetic_tasks": len(fit_tasks),

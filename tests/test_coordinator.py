@@ -321,3 +321,25 @@ def test_bench_streamed_call_measures_the_overlapped_and_plain_encodes(coordinat
     assert 250 <= result["reply_tokens"] <= 350  # "~300 tokens", as the key promises
     # after a streamed reply only the held-back tokens, the end tag and the cue are left
     assert result["final_encode_tokens"] <= tail_budget(coordinator, 99)
+
+
+def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(coordinator, tmp_path, monkeypatch):
+    """A llama.cpp upgrade (or other CPU kernels, batch, ring) re-encodes instead of serving
+    states from the disk memo that the new build would not produce."""
+    from trinity_cli.coordinator.memo import MemoCoordinator
+
+    assert {"llama_cpp", "cpu_features", "n_batch", "swa_ring", "flash_attention"} <= set(coordinator.numerics)
+    transcript = Transcript(Problem("Write add(a, b).", "def add(a, b):\n"))
+    path = tmp_path / "hidden.sqlite"
+    first = MemoCoordinator(coordinator, "sha", path)
+    first.encode(transcript)
+    again = MemoCoordinator(coordinator, "sha", path)
+    again.encode(transcript)
+    assert (first.misses, again.misses, again.hits) == (1, 0, 1)
+    for key, other in [("llama_cpp", "0.0.1"), ("cpu_features", "AVX512F"), ("n_batch", 512), ("swa_ring", 0),
+                       ("flash_attention", True)]:
+        monkeypatch.setattr(coordinator, "numerics", {**coordinator.numerics, key: other})
+        upgraded = MemoCoordinator(coordinator, "sha", path)
+        upgraded.encode(transcript)
+        assert (upgraded.hits, upgraded.misses) == (0, 1), key
+        monkeypatch.undo()

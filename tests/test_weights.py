@@ -129,3 +129,24 @@ def test_a_head_in_an_unknown_transcript_format_is_refused(tmp_path, gguf_path):
     with pytest.raises(ConfigError) as caught:
         choose_policy(pool, str(path), warn=print)
     assert "transcript format: head has trinity-tf9, this run has trinity-tf2" in caught.value.message
+
+
+def test_a_head_trained_on_other_numerics_warns_naming_both_values(tmp_path):
+    from trinity_cli.runtime import PolicyChoice, warn_if_other_numerics
+
+    here = {"llama_cpp": "0.3.36", "cpu_features": "AVX,AVX2", "n_batch": 256, "swa_ring": 768, "flash_attention": False}
+    coordinator = type("C", (), {"numerics": here})()
+    warnings: list[str] = []
+    same = PolicyChoice(None, "same.npz", {"numerics": dict(here)}, "trinity-tf2")
+    warn_if_other_numerics(same, coordinator, warnings.append)
+    older = PolicyChoice(None, "old.npz", {"numerics": {**here, "llama_cpp": "0.3.16", "cpu_features": "AVX512F"}}, "trinity-tf2")
+    warn_if_other_numerics(older, coordinator, warnings.append)
+    assert len(warnings) == 1 and "old.npz" in warnings[0]
+    assert "0.3.16" in warnings[0] and "0.3.36" in warnings[0] and "AVX512F" in warnings[0] and "AVX,AVX2" in warnings[0]
+    assert "n_batch" not in warnings[0]
+
+
+def test_a_trained_head_records_the_numerics_of_its_states():
+    pool = load_pool(None)
+    numerics = {"llama_cpp": "0.3.36", "cpu_features": "AVX2", "n_batch": 256, "swa_ring": 768, "flash_attention": False}
+    assert metadata_for(BACKBONE, pool, 8, numerics=numerics)["numerics"] == numerics

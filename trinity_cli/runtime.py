@@ -72,6 +72,16 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     return PolicyChoice(head, str(path), meta, backbone.transcript_format)
 
 
+def warn_if_other_numerics(choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]) -> None:
+    """States here may differ in their last bits from those the head was trained on: say so."""
+    from trinity_cli.weights import numerics_mismatches
+
+    differences = numerics_mismatches(choice.meta or {}, coordinator.numerics) if coordinator is not None else []
+    if differences:
+        warn(f"the head {choice.source} was trained on hidden states made with other numerics: "
+             f"{'; '.join(differences)}; its decisions here may differ slightly")
+
+
 def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id) -> Any:
     """The coordinator; `sessions` KV caches for that many concurrent episodes."""
     from trinity_cli.coordinator.llama import LlamaCoordinator

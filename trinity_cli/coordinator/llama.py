@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.coordinator.base import Encoding
-from trinity_cli.coordinator.model import default_threads, fill_batch, load_model
+from trinity_cli.coordinator.model import default_threads, fill_batch, load_model, numerics
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
@@ -150,6 +150,7 @@ class LlamaCoordinator:
         self._session = self._new_session()
         self.n_ctx = ll.llama_n_ctx_seq(self._session.ctx)
         self.n_batch = self._context_batch = n_batch
+        self.numerics = numerics(n_batch=n_batch, swa_ring=self._ring)
         self.n_threads = threads
         self.token_position = token_position
         self.max_turn_tokens = max_turn_tokens

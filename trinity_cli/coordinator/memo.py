@@ -1,4 +1,5 @@
-"""A coordinator that remembers hidden states by (GGUF sha256, transcript format, token ids).
+"""A coordinator that remembers hidden states by (GGUF sha256, the numerics that produced them,
+transcript format, token ids): an upgraded llama.cpp or other CPU kernels re-encode.
 
 The head is linear in the hidden state, and the candidates of a generation see many identical
 transcripts (every candidate's first decision on a task, for a start), so each distinct
@@ -13,6 +14,7 @@ of one turn, is what counts there.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from pathlib import Path
@@ -28,7 +30,9 @@ class MemoCoordinator:
     def __init__(self, inner, backbone_sha256: str, path: Path | None = None) -> None:
         self.inner = inner
         self.hidden_size = inner.hidden_size
-        self._prefix = f"{backbone_sha256}\0{inner.transcript_format}\0{inner.token_position}\0"
+        produced_by = json.dumps(inner.numerics, sort_keys=True)  # see coordinator.model.numerics
+        self._prefix = f"{backbone_sha256}\0{produced_by}\0{inner.transcript_format}\0{inner.token_position}\0"
+        self.numerics = inner.numerics
         self.memory: dict[str, np.ndarray] = {}
         self.hits = 0
         self.misses = 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -55,6 +56,17 @@ def quiet_llama_logs() -> None:
 
 def default_threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
+
+
+def numerics(*, n_batch: int, swa_ring: int | None) -> dict[str, Any]:
+    """What decides the bits of a hidden state besides the GGUF and the tokens: llama.cpp's
+    version, the ggml CPU kernels it picked here (AVX2 and AVX-512 round sums differently), the
+    batch size, the sliding-window ring and flash attention (always off: see `context_params`).
+    Memoized states and each head's metadata carry it, so states made otherwise are never mixed."""
+    info = _ll().llama_print_system_info().decode("utf-8", "replace")
+    features = sorted(set(re.findall(r"(\w+) = 1\b", info)))
+    return {"llama_cpp": str(_ll().__version__), "cpu_features": ",".join(features), "n_batch": n_batch,
+            "swa_ring": swa_ring or 0, "flash_attention": False}
 
 
 @dataclass(frozen=True, eq=False)
