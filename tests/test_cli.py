@@ -261,11 +261,13 @@ def test_train_with_a_malformed_task_file_exits_2(workdir):
 
 
 def test_doctor_reports_isolation_agents_paths_and_backend(workdir):
+    from trinity_cli.tasks.sandbox import MODES
+
     result = trinity("doctor", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1
-    assert report["sandbox"]["mode"] in ("namespaces", "uid-drop", "rlimits") and report["sandbox"]["isolated"]
+    assert report["sandbox"]["mode"] in MODES and report["sandbox"]["isolated"]
     assert [a["name"] for a in report["pool"]["agents"]] == ["gemma-greedy", "gemma-t08"]
     assert report["paths"]["cache"].startswith(os.environ["TRINITY_HOME"])
     assert report["coordinator"]["backend"] in ("CPU", "Metal", "GPU offload available")

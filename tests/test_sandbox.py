@@ -1,13 +1,18 @@
-"""Each containment of the candidate sandbox, proven with a hostile program.
+"""Each containment of the candidate sandbox, proven with a hostile program, in every mode that
+works here.
 
 Every program below is reported as a failed candidate, leaves nothing behind on the host, and
-the test process (standing in for the CLI) goes on. A containment that the mode in use here
-does not provide is skipped with the reason.
+the test process (standing in for the CLI) goes on. A containment that a mode does not claim
+(see `trinity doctor`) is skipped with the reason; a mode that does not work here is skipped
+with the probe's error. tests/test_sandbox_nonroot.py attacks the jails from a root and a
+non-root parent.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,28 +23,66 @@ from pathlib import Path
 import pytest
 
 from trinity_cli.tasks.grading import Grader
-from trinity_cli.tasks.sandbox import REPORT_BYTES, Limits, isolation, run_python
+from trinity_cli.tasks.sandbox import (
+    JAILS,
+    MODES,
+    REPORT_BYTES,
+    Limits,
+    counts_processes,
+    isolation,
+    run_in_mode,
+    run_python,
+)
 from trinity_cli.tasks.taskset import Task
 
 SECRET = "sk-trinity-sandbox-secret-" + uuid.uuid4().hex
-MODE = isolation().mode
 
 
-def needs(mode: str, what: str):
-    return pytest.mark.skipif(MODE != mode, reason=f"{what} needs the {mode!r} sandbox mode; here: {MODE!r} "
-                              f"({isolation().unavailable.get(mode, 'not tried')})")
+@functools.cache
+def probe(mode: str) -> str:
+    """'' when `mode` runs a trivial program here, else why not."""
+    if mode == "uid-drop" and os.geteuid() != 0:
+        return "uid-drop is a root-only mode"
+    result = run_in_mode("print('ok')", mode, Limits(wall_s=20))
+    return "" if result.stdout == "ok\n" else (result.stderr.strip().splitlines() or ["?"])[-1]
 
 
-def candidate_processes() -> list[int]:
-    """Processes on the host still running a sandboxed candidate."""
+@pytest.fixture(params=MODES)
+def mode(request) -> str:
+    if why := probe(request.param):
+        pytest.skip(f"mode {request.param!r} does not work here: {why}")
+    return request.param
+
+
+@pytest.fixture(params=JAILS)
+def jail(request) -> str:
+    if why := probe(request.param):
+        pytest.skip(f"mode {request.param!r} does not work here: {why}")
+    return request.param
+
+
+def tagged(tag: str) -> str:
+    """A prelude that names this process (and so every child) `tag`, which `survivors` finds."""
+    return (f"import ctypes\nif hasattr(ctypes.CDLL(None), 'prctl'):\n"
+            f"    ctypes.CDLL(None).prctl(15, {tag.encode()!r}, 0, 0, 0)  # PR_SET_NAME\n")
+
+
+def survivors(tag: str, kill: bool = False) -> list[int]:
+    """Live processes on the host named `tag` (other tests' candidates never are; a zombie
+    waiting for its reaper is dead)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"candidate.py" in (entry / "cmdline").read_bytes():
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        try:
+            named = entry.name.isdigit() and (entry / "comm").read_text().strip() == tag
+            if named and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
                     found.append(int(entry.name))
-            except OSError:
-                pass
+        except (OSError, IndexError):
+            pass
+    for pid in found if kill else []:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     return found
 
 
@@ -47,84 +90,92 @@ def test_a_plain_program_runs_and_its_output_comes_back():
     result = run_python("print(sum(range(10)))")
     assert result.passed and result.stdout == "45\n"
     assert not run_python("raise SystemExit(3)").passed
+    assert isolation().mode in MODES and isolation().user
 
 
-def test_an_infinite_loop_is_killed_at_the_wall_clock_limit():
-    result = run_python("while True:\n    pass\n", Limits(wall_s=1.5))
+def test_an_infinite_loop_is_killed_at_the_wall_clock_limit(mode):
+    tag = "tri-" + uuid.uuid4().hex[:10]
+    result = run_in_mode(tagged(tag) + "while True:\n    pass\n", mode, Limits(wall_s=1.5))
     assert result.timed_out and not result.passed
-    assert candidate_processes() == []
+    assert survivors(tag) == []
 
 
-def test_a_sleeping_group_is_killed_with_its_children():
-    program = "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(60)\ntime.sleep(60)\n"
-    assert run_python(program, Limits(wall_s=1.5)).timed_out
-    if MODE == "namespaces":  # setsid escapes a process group, never the PID namespace
-        assert candidate_processes() == []
+def test_a_sleeping_group_is_killed_with_its_children(mode):
+    tag = "tri-" + uuid.uuid4().hex[:10]
+    program = tagged(tag) + ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n"
+                             "        time.sleep(60)\ntry:\n    os.setsid()  # the candidate itself leaves too\n"
+                             "except OSError:\n    pass  # already a session leader (rlimits, uid-drop)\n"
+                             "time.sleep(60)\n")
+    assert run_in_mode(program, mode, Limits(wall_s=1.5)).timed_out
+    left = survivors(tag, kill=True)
+    if mode in JAILS:  # setsid escapes a process group, never the PID namespace
+        assert left == []
 
 
-@pytest.mark.skipif(os.geteuid() != 0 and MODE == "namespaces", reason="the process-count limit applies only as uid 65534")
-def test_a_fork_bomb_hits_the_process_limit():
-    program = ("import os, time\nn = 0\nfor _ in range(10_000):\n    try:\n        os.fork() or time.sleep(30)\n"
-               "    except OSError:\n        break\n    n += 1\nprint(n)\nraise SystemExit(1 if n < 10_000 else 0)\n")
-    result = run_python(program, Limits(wall_s=10))
+def test_a_fork_bomb_hits_the_process_limit(mode):
+    if not counts_processes(mode):
+        pytest.skip(f"{mode!r} has no process-count limit here (see `trinity doctor`)")
+    tag = "tri-" + uuid.uuid4().hex[:10]
+    program = tagged(tag) + ("import os, time\nn = 0\nfor _ in range(10_000):\n    try:\n"
+                             "        os.fork() or time.sleep(30)\n    except OSError:\n        break\n"
+                             "    n += 1\nprint(n)\nraise SystemExit(1 if n < 10_000 else 0)\n")
+    result = run_in_mode(program, mode, Limits(wall_s=10))
+    left = survivors(tag, kill=True)
     assert not result.passed
     assert int(result.stdout.split()[0]) < Limits().processes
-    assert candidate_processes() == [] or MODE != "namespaces"
+    assert left == [] or mode not in JAILS
 
 
-def test_a_memory_hog_fails_with_memory_error():
-    result = run_python("blob = bytearray(4 << 30)\n")
+def test_a_memory_hog_fails_with_memory_error(mode):
+    result = run_in_mode("blob = bytearray(4 << 30)\n", mode)
     assert not result.passed and "MemoryError" in result.stderr
 
 
-def test_a_huge_print_is_capped_and_fails():
-    result = run_python("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
+def test_a_huge_print_is_capped_and_fails(mode):
+    result = run_in_mode("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", mode)
     assert not result.passed and not result.timed_out
     assert len(result.stdout) <= REPORT_BYTES
 
 
 @pytest.mark.parametrize("where", ["host_tmp", "var_tmp", "home", "repo"])
-def test_writing_outside_the_temp_dir_leaves_the_host_untouched(tmp_path, where):
-    if MODE == "rlimits":
-        pytest.skip("the rlimits mode cannot stop writes as the same user")
+def test_writing_outside_the_temp_dir_leaves_the_host_untouched(tmp_path, jail, where):
     target = {
         "host_tmp": tmp_path / "escape.txt",
         "var_tmp": Path("/var/tmp") / f"trinity-escape-{uuid.uuid4().hex}",
         "home": Path.home() / f"trinity-escape-{uuid.uuid4().hex}",
         "repo": Path(__file__).resolve().parent / f"escape-{uuid.uuid4().hex}",
     }[where]
-    result = run_python(f"open({str(target)!r}, 'w').write('escaped')\n")
+    result = run_in_mode(f"open({str(target)!r}, 'w').write('escaped')\n", jail)
     assert not target.exists()
-    if where != "var_tmp":  # /var/tmp exists inside the sandbox as an empty private tmpfs
+    if where in ("host_tmp", "repo"):  # home and /var/tmp may be empty private tmpfs in the jail
         assert not result.passed
 
 
-def test_the_temp_dir_is_fresh_and_private():
-    run_python("open('left-behind.txt', 'w').write('x')\n")
-    result = run_python("import os\nprint(sorted(os.listdir('.')))\n")
+def test_the_temp_dir_is_fresh_and_private(mode):
+    run_in_mode("open('left-behind.txt', 'w').write('x')\n", mode)
+    result = run_in_mode("import os\nprint(sorted(os.listdir('.')))\n", mode)
     assert result.stdout.strip() == "['candidate.py']"
 
 
-def test_an_api_key_in_the_environment_is_not_visible(monkeypatch):
+def test_an_api_key_in_the_environment_is_not_visible(monkeypatch, mode):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    result = run_python("import os\nprint(dict(os.environ))\nassert os.environ.get('OPENAI_API_KEY')\n")
+    result = run_in_mode("import os\nprint(dict(os.environ))\nassert os.environ.get('OPENAI_API_KEY')\n", mode)
     assert not result.passed and SECRET not in result.stdout + result.stderr
 
 
-@pytest.mark.skipif(MODE == "rlimits" and os.geteuid() == 0, reason="as root without namespaces or a uid drop, "
-                    "/proc/<ppid>/environ stays readable")
-def test_an_api_key_cannot_be_read_from_proc_of_the_parent():
+def test_an_api_key_cannot_be_read_from_proc_of_the_parent(mode):
     """A parent process started with the key in its environment (as the CLI is) runs a
-    candidate that searches every readable /proc/<pid>/environ for it."""
+    candidate that searches every readable /proc/<pid>/environ for it. Holds in every mode:
+    trinity is non-dumpable, and the candidate holds no CAP_SYS_PTRACE, even as root."""
     program = (
         "import os\nfound = []\nfor pid in [os.getppid(), *os.listdir('/proc')]:\n"
         "    try:\n        found.append(open(f'/proc/{pid}/environ', 'rb').read())\n    except OSError:\n        pass\n"
         f"assert any({SECRET[::-1].encode()!r}[::-1] in blob for blob in found)\n"
     )
     parent = (
-        "import os, sys\nfrom trinity_cli.tasks.sandbox import run_python\n"
+        "import os, sys\nfrom trinity_cli.tasks.sandbox import run_in_mode\n"
         f"assert {SECRET!r}.encode() in open(f'/proc/{{os.getpid()}}/environ', 'rb').read()\n"
-        f"result = run_python({program!r})\nprint(result.passed, {SECRET!r} in result.stdout + result.stderr)\n"
+        f"result = run_in_mode({program!r}, {mode!r})\nprint(result.passed, {SECRET!r} in result.stdout + result.stderr)\n"
     )
     env = {**os.environ, "ANTHROPIC_API_KEY": SECRET}
     done = subprocess.run([sys.executable, "-c", parent], env=env, capture_output=True, check=False, text=True, timeout=60)
@@ -132,8 +183,7 @@ def test_an_api_key_cannot_be_read_from_proc_of_the_parent():
     assert done.stdout.split() == ["False", "False"]
 
 
-@needs("namespaces", "cutting the network")
-def test_a_socket_to_loopback_cannot_connect():
+def test_a_socket_to_loopback_cannot_connect(jail):
     accepted = []
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -149,14 +199,15 @@ def test_a_socket_to_loopback_cannot_connect():
 
         waiter = threading.Thread(target=accept)
         waiter.start()
-        result = run_python(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\n")
+        result = run_in_mode(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\n", jail)
         waiter.join()
     assert not result.passed and not accepted
-    assert "Network is unreachable" in result.stderr or "Errno" in result.stderr
+    assert "Errno" in result.stderr
 
 
 def test_hostile_answers_are_failed_candidates_and_grading_goes_on():
-    task = Task("t/add", "def add(a, b):\n", "add", "def check(f):\n    assert f(2, 3) == 5\n", "    return a + b\n")
+    task = Task("t/add", 'def add(a, b):\n    """Sum."""\n', "add", "def check(f):\n    assert f(2, 3) == 5\n",
+                "    return a + b\n")  # a prompt that loads alone, as HumanEval's do (the grader runs it first)
     grader = Grader()
     for hostile in ["import os\nwhile True:\n    os.fork()\n", "x = 'y' * (8 << 30)\n", "print('z' * (4 << 20))\n"]:
         assert not grader.passes(task, hostile)

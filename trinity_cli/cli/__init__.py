@@ -28,7 +28,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 # Usage errors are typer's click exceptions: its own copy of click since typer 0.2x, click itself
 # before. Both are reached through typer.BadParameter, so trinity never imports click.
-_ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 app = typer.Typer(
     name="trinity",

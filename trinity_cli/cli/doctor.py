@@ -11,10 +11,10 @@ import typer
 
 from trinity_cli.cli.console import stderr
 
-HELP = """Show which sandbox isolation works here (and what it does not isolate), which agents of
-the pool are usable, where config and caches live, and the coordinator's backend and threads.
---json prints the same as one object. Exit 0 when every agent and the coordinator model are
-usable, 3 otherwise (or on a bad pool file)."""
+HELP = """Show which sandbox isolation works here for the user running trinity (and what it does
+not isolate), which agents of the pool are usable, where config and caches live, and the
+coordinator's backend and threads. --json prints the same as one object. Exit 0 when every
+agent and the coordinator model are usable, 3 otherwise (or on a bad pool file)."""
 
 
 def doctor(
@@ -77,7 +77,8 @@ def _print(report: dict[str, Any], checks: list) -> None:
 
     sandbox = report["sandbox"]
     stderr.print(f"[bold]trinity doctor[/] · {report['platform']}")
-    stderr.print(f"\n[bold]sandbox[/] for candidate code: mode [bold]{sandbox['mode']}[/]")
+    stderr.print(f"\n[bold]sandbox[/] for candidate code: mode [bold]{sandbox['mode']}[/], "
+                 f"as {sandbox['user']}", highlight=False)
     for line in sandbox["isolated"]:
         stderr.print(f"  [green]isolated[/]     {line}", highlight=False)
     for line in sandbox["not_isolated"]:

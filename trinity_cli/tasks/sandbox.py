@@ -3,20 +3,25 @@
 Every candidate runs in its own process group, with a scrubbed environment, stdin closed,
 stdout and stderr going to files capped by the file-size limit, CPU-time / address-space /
 file-size / open-file limits, a wall-clock timeout that kills the whole group, and a fresh
-temporary directory removed afterwards. Resource limits alone do not contain root, and a child
-can read its parent's API keys from /proc/<ppid>/environ, so the strongest mode that works here
-is used, found once per process by running a trivial program:
+temporary directory removed afterwards. On Linux it starts with no capabilities (the bounding
+set empty too, wherever trinity may empty it) and no_new_privs, and trinity marks itself
+non-dumpable, so that no child can read its
+/proc/<pid>/environ (its API keys) or ptrace it. Resource limits alone contain nothing else,
+so the strongest mode that works here is used, found once per process by running a trivial
+program:
 
-- `namespaces` (Linux, `unshare`): new PID, mount and network namespaces (plus a user namespace
-  when trinity is not root). The candidate sees only its own processes, no network (loopback is
-  down), a private /tmp and empty /var/tmp, /dev/shm, /run/lock and home; as root it also drops
-  to uid 65534 with a process-count limit.
+- `bwrap` (bubblewrap): new user (unless root), PID, mount, network, IPC and UTS namespaces; a
+  fresh root holding only the system directories and Python, read-only, and a private /tmp;
+  uid 65534 inside.
+- `namespaces` (`unshare`): the same namespaces over the host's file tree, made read-only, with
+  tmpfs over /tmp, home and the other writable directories; uid 65534 in a nested user
+  namespace (locked mounts) or, as root, the real uid 65534.
 - `uid-drop` (root without namespaces): the candidate runs as uid 65534.
-- `rlimits` (anywhere else): resource limits only; on Linux trinity marks itself non-dumpable so
-  that a same-uid child cannot read /proc/<ppid>/environ.
+- `rlimits` (anywhere else, macOS included): resource limits only.
 
-`isolation()` says which mode is in use and exactly what it does and does not isolate; `trinity
-doctor` shows it.
+`isolation()` says which mode is in use and exactly what it does and does not isolate, for the
+user trinity runs as; `trinity doctor` shows it. `tests/test_sandbox_nonroot.py` attacks each
+mode from a root and from a non-root parent.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -39,7 +45,12 @@ SETUP_FAILED = 125  # sandbox_init.py's exit code for "this mode does not work h
 REPORT_BYTES = 64 * 1024  # how much of stdout / stderr a result keeps
 HOST_ENV = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}  # no keys, ever
 HIDDEN_DIRS = ("/var/tmp", "/dev/shm", "/run/lock")
-MODES = ("namespaces", "uid-drop", "rlimits")
+MODES = ("bwrap", "namespaces", "uid-drop", "rlimits")
+JAILS = ("bwrap", "namespaces")  # the modes with their own PID, mount and network namespaces
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+INIT = Path(__file__).with_name("sandbox_init.py")
+INIT_IN_JAIL = "/.trinity/sandbox_init.py"
+ROOT_SETUP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN")  # dropped before exec
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class Limits:
     cpu_s: int = 10
     memory_bytes: int = 1 << 30  # address space
     file_bytes: int = 1 << 20  # any file written, stdout and stderr included
-    processes: int = 64  # enforced only where the candidate runs as uid 65534
+    processes: int = 64  # enforced where `counts_processes(mode)` says so
     open_files: int = 64
 
 
@@ -73,6 +84,7 @@ class Isolation:
     isolated: tuple[str, ...]
     not_isolated: tuple[str, ...]
     unavailable: dict[str, str]  # stronger modes that failed here → why
+    user: str = ""  # who trinity runs as: what holds depends on it
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -85,9 +97,11 @@ def run_python(program: str, limits: Limits = Limits(), files: dict[str, str] | 
 
 
 def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None) -> ExecResult:
+    """Run `program` in one named mode (the probe and the tests call this directly)."""
+    _hide_own_environ()
     is_root = os.geteuid() == 0
     scratch = Path(tempfile.mkdtemp(prefix="trinity-sandbox-"))  # host side: output files
-    work = None if mode == "namespaces" else Path(tempfile.mkdtemp(prefix="trinity-work-"))
+    work = None if mode in JAILS else Path(tempfile.mkdtemp(prefix="trinity-work-"))
     base_python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     rel = os.path.relpath(base_python, sys.base_prefix)
     config = {
@@ -96,17 +110,18 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
         "python": base_python,
         "python_rel": None if rel.startswith("..") else rel,
         "hide": [*HIDDEN_DIRS, os.path.expanduser("~")],
-        "work": str(work),
+        "work": "/tmp/work" if work is None else str(work),
         "drop_uid": is_root and mode != "rlimits",
-        "limits": {**asdict(limits), "processes": limits.processes if is_root and mode != "rlimits" else 0},
+        "nest_user": mode == "namespaces" and not is_root,
+        "limits": {**asdict(limits), "processes": limits.processes if counts_processes(mode) else 0},
     }
-    init = [sys.executable, "-I", str(Path(__file__).with_name("sandbox_init.py")), json.dumps(config)]
-    if mode == "namespaces":
+    init = [base_python, "-I", str(INIT), json.dumps(config)]
+    if mode == "bwrap":
+        init = [*_bwrap_command(base_python, is_root), base_python, "-I", INIT_IN_JAIL, json.dumps(config)]
+    elif mode == "namespaces":
         user = [] if is_root else ["--user", "--map-root-user"]
-        namespaces = ["--pid", "--fork", "--kill-child", "--mount", "--net", "--mount-proc"]
+        namespaces = ["--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts", "--mount-proc"]
         init = [shutil.which("unshare") or "unshare", *user, *namespaces, *init]
-    elif mode == "rlimits":
-        _hide_own_environ()
     try:
         with open(scratch / "stdout", "wb") as out, open(scratch / "stderr", "wb") as err:
             try:
@@ -125,7 +140,7 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
             except subprocess.TimeoutExpired:
                 returncode = None
             finally:
-                _kill_group(child)
+                _kill_group(child, namespace=mode in JAILS)
         return ExecResult(returncode, _head(scratch / "stdout"), _head(scratch / "stderr"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -133,10 +148,70 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _kill_group(child: subprocess.Popen) -> None:
-    """SIGKILL the process group; under `unshare`, also wait for the namespace's init to be
+def _bwrap_command(base_python: str, is_root: bool) -> list[str]:
+    """bubblewrap's jail: a fresh tmpfs root with read-only system directories, Python's
+    installation and sandbox_init.py; a private /tmp; /proc of the new PID namespace; a minimal
+    /dev. As a user, a user namespace (uid 65534 inside) that cannot make another; as root, no
+    user namespace (it would map root's files to the candidate), so sandbox_init.py keeps the
+    capabilities to drop to the real uid 65534 and loses them before exec."""
+    command = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
+    if is_root:
+        command += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        command += [arg for cap in ROOT_SETUP_CAPS for arg in ("--cap-add", cap)]
+    else:
+        command += ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+        command += ["--disable-userns"] if "--disable-userns" in _bwrap_help() else []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            command += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            command += ["--ro-bind", path, path]
+    python = [sys.base_prefix] + ([] if _inside(base_python, sys.base_prefix) else [base_python])
+    for path in python:
+        if not any(_inside(path, top) for top in SYSTEM_DIRS):
+            parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
+            command += [arg for p in parents for arg in ("--dir", p)]  # 0755: uid 65534 may enter
+            command += ["--ro-bind", path, path]
+    command += ["--ro-bind", str(INIT), INIT_IN_JAIL, "--proc", "/proc", "--dev", "/dev"]
+    command += ["--size", str(64 << 20)] if "--size" in _bwrap_help() else []
+    return [*command, "--tmpfs", "/tmp", "--clearenv", "--chdir", "/", "--"]
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+@functools.cache
+def _bwrap_help() -> str:
+    """Options differ across bubblewrap releases (--disable-userns and --size are 0.8+)."""
+    try:
+        return subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def counts_processes(mode: str) -> bool:
+    """Whether the candidate runs under a process-count limit: it must run as a uid of its own
+    (65534, when trinity is root), or in a user namespace of its own on Linux 5.14+, which
+    counts processes per namespace; otherwise RLIMIT_NPROC would count every process of yours."""
+    if mode == "rlimits" or not sys.platform.startswith("linux"):
+        return False
+    if os.geteuid() == 0:
+        return True
+    return mode in JAILS and _kernel() >= (5, 14)
+
+
+def _kernel() -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in platform.release().split("-")[0].split(".")[:2])
+    except ValueError:
+        return (0,)
+
+
+def _kill_group(child: subprocess.Popen, namespace: bool) -> None:
+    """SIGKILL the process group; in a PID namespace, also wait for the namespace's init to be
     gone, since the kernel kills the rest of the namespace only as its init exits."""
-    ns_inits = _children(child.pid)
+    ns_inits = _children(child.pid) if namespace else []
     try:
         os.killpg(child.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -169,8 +244,8 @@ def _head(path: Path) -> str:
 
 
 def _hide_own_environ() -> None:
-    """A non-dumpable process's /proc/<pid>/ files belong to root: a same-uid child cannot
-    read its environment (and so its API keys)."""
+    """A non-dumpable process's /proc/<pid>/ files belong to root and it cannot be ptraced
+    without CAP_SYS_PTRACE: no child, whatever its uid, reads its environment (its API keys)."""
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -183,39 +258,72 @@ def isolation() -> Isolation:
     unavailable: dict[str, str] = {}
     is_root = os.geteuid() == 0
     for mode in MODES:
-        if mode == "namespaces" and shutil.which("unshare") is None:
-            unavailable[mode] = "no `unshare` command"
+        command = {"bwrap": "bwrap", "namespaces": "unshare"}.get(mode)
+        if command and shutil.which(command) is None:
+            unavailable[mode] = f"no `{command}` command" + (" (package bubblewrap)" if mode == "bwrap" else "")
             continue
         if mode == "uid-drop" and not is_root:
             continue
         result = run_in_mode("print('ok')", mode, Limits(wall_s=20.0))
         if result.passed and result.stdout == "ok\n":
-            return Isolation(mode, *_describe(mode, is_root), unavailable)
+            return Isolation(mode, *_describe(mode, is_root), unavailable, _user())
         unavailable[mode] = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
     raise ConfigError(f"the sandbox cannot run Python here: {unavailable['rlimits']}")
 
 
+def _user() -> str:
+    if not hasattr(os, "geteuid"):
+        return "unknown"
+    return "root" if os.geteuid() == 0 else f"uid {os.geteuid()} (not root)"
+
+
 def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What `mode` isolates, and what not, for the user trinity runs as. The hostile programs
+    of tests/test_sandbox.py and tests/test_sandbox_nonroot.py check these lines."""
+    linux = sys.platform.startswith("linux")
     isolated = ["scrubbed environment, stdin closed", "own process group, killed on timeout",
                 "limits: CPU time, address space, file size (caps output), open files"]
-    if mode == "namespaces":
-        isolated += ["PID namespace: no other process visible, /proc/<ppid>/environ unreachable",
-                     "network namespace: no network, loopback down",
-                     "mount namespace: private /tmp, empty /var/tmp, /dev/shm, /run/lock and home"]
-        if is_root:
-            return (*isolated, "runs as uid 65534 with a process-count limit"), (
-                "world-readable files outside the hidden directories can be read",)
-        return (*isolated, "user namespace: no privileges outside it"), (
-            "your files outside home and /tmp stay writable", "process count is not limited")
-    not_isolated = ["network", "other processes are visible", "world-writable directories (/tmp, /var/tmp)",
-                    "processes that leave the process group survive the timeout"]
-    if mode == "uid-drop":
-        dropped = "runs as uid 65534 with a process-count limit: your files and /proc/<ppid>/environ are unreadable"
-        return (*isolated, dropped), tuple(not_isolated)
-    if sys.platform.startswith("linux") and not is_root:
-        isolated.append("/proc/<ppid>/environ unreadable (trinity marks itself non-dumpable)")
+    if linux:
+        isolated.append("trinity is non-dumpable: no candidate can read its /proc/<pid>/environ "
+                        "(API keys) or ptrace it")
+    not_isolated = [] if counts_processes(mode) else ["process count is not limited"]
+    if mode in JAILS:
+        who = "the real uid 65534" if is_root else "uid 65534 in a user namespace (your uid outside)"
+        isolated += [("user, " if not is_root else "") + "PID, mount, network, IPC and UTS namespaces: "
+                     "no other process is visible, and killing the sandbox kills all of it",
+                     "no network: a listener on the host's 127.0.0.1 is unreachable",
+                     f"runs as {who} with no capabilities and no_new_privs: the jail cannot be undone"]
+    if mode == "bwrap":
+        isolated.append("bubblewrap: a fresh root with only /usr, /etc, /bin, /lib* and Python's "
+                        "installation, read-only, and a private /tmp holding the work dir; home, the "
+                        "repository and every other directory are absent")
+        not_isolated.append("files in /usr and /etc and Python's installation can be read")
+    elif mode == "namespaces":
+        isolated.append("every mount read-only (locked); a private /tmp holding the work dir; empty "
+                        "tmpfs over home, /var/tmp, /dev/shm and /run/lock")
+        reader = "uid 65534" if is_root else "you"
+        not_isolated.append(f"files that {reader} can read outside home and the temporary directories "
+                            "can be read (the repository, /etc, /opt, ...); install bubblewrap to hide them")
+    elif mode == "uid-drop":
+        isolated.append("runs as the real uid 65534 with no capabilities and no_new_privs: your files "
+                        "are unreadable unless world-readable")
+        not_isolated += ["network", "other processes are visible (those of uid 65534 can be signalled)",
+                         "world-readable files can be read, world-writable directories (/tmp) written",
+                         _LEAVERS]
     else:
-        not_isolated.append("/proc/<ppid>/environ and your files are readable")
-    if sys.platform == "darwin":
-        not_isolated.append("the address-space limit (macOS does not enforce it)")
-    return tuple(isolated), (*not_isolated, "your files are writable", "process count is not limited")
+        if linux:
+            isolated.append("no capabilities and no_new_privs")
+        files = ("it runs as root, without capabilities: it can read and write every file root owns"
+                 if is_root else "it runs as you: it can read and write every file you can")
+        not_isolated += ["network", "other processes are visible, and yours can be signalled", files, _LEAVERS]
+        if sys.platform == "darwin":
+            not_isolated += [("macOS: resource limits only, no isolation of files, network or processes; "
+                              "a process of yours can read trinity's environment (API keys) with `ps -E`"),
+                             "the address-space limit (macOS does not enforce it)"]
+    if counts_processes(mode):
+        shared = " (shared by the candidates running at once: all are uid 65534)" if is_root else ""
+        isolated.append(f"a process-count limit{shared}")
+    return tuple(isolated), tuple(not_isolated)
+
+
+_LEAVERS = "processes that leave the process group survive the timeout (the CPU limit still ends a busy one)"
