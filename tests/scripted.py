@@ -23,7 +23,7 @@ class ScriptedProvider:
     price_per_call: float = 0.0
     requests: list[Request] = field(default_factory=list)
 
-    def complete(self, request: Request, on_text=None) -> Reply:
+    def complete(self, request: Request, on_text=None, on_retry=None) -> Reply:
         self.requests.append(request)
         item = self.replies.pop(0)
         if isinstance(item, BaseException):

@@ -1,4 +1,5 @@
-"""Hard budgets with priced agents: reserve the worst case before each call, settle after."""
+"""Hard budgets with priced agents: reserve the worst case before each attempt of a call, settle
+after; count what cost more than it reserved; eval stops at the first refusal."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from test_provider_gemini import chunk
 from test_provider_gemini import spec as gemini_spec
 from wire.server import Scripted, WireServer, openai_stream
 
+from trinity_cli.config import AgentSpec
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem
-from trinity_cli.errors import ProviderError
+from trinity_cli.errors import BudgetExceeded, ProviderError
 from trinity_cli.providers.base import Prices, Request
 from trinity_cli.providers.gemini import GeminiProvider
+from trinity_cli.providers.openai_compat import OpenAIProvider
+from trinity_cli.providers.retry import RetryingProvider
 
 PROBLEM_MD = "# Add\n\nWrite `add(a, b)`.\n\n```python\ndef add(a, b):\n```\n"
 PRICES = 'price_in = 2.0\nprice_out = 8.0\nmax_tokens = 100\n'  # $ per million tokens
@@ -78,3 +82,136 @@ def test_a_reply_cut_mid_stream_settles_at_the_reservation():
     assert result.verdict == "provider_error"
     reservation = pool[0].worst_case_usd(pool[0].provider.requests[0])
     assert budget.spent_usd == pytest.approx(reservation) and reservation > 100 / 1e6
+
+
+def test_a_settle_above_its_reservation_is_counted_and_the_first_refusal_stops_the_budget():
+    budget = Budget(1.0)
+    budget.reserve(0.1)
+    budget.settle(0.3, 0.1)  # a server that ignored max_tokens
+    budget.reserve(0.1)
+    budget.settle(0.05, 0.1)
+    assert budget.spent_usd == pytest.approx(0.35) and budget.reserved_usd == 0
+    assert budget.overruns == 1 and budget.overrun_usd == pytest.approx(0.2)
+    assert "1 call cost $0.200000 more than reserved" in (budget.overrun_warning() or "")
+    with pytest.raises(BudgetExceeded):
+        budget.reserve(0.9)
+    with pytest.raises(BudgetExceeded):  # what would still fit is refused too: the run has stopped
+        budget.reserve(0.01)
+    assert budget.as_json() == {"limit_usd": 1.0, "spent_usd": pytest.approx(0.35), "overruns": 1,
+                                "overrun_usd": pytest.approx(0.2)}
+
+
+class Ledger(Budget):
+    """A budget that records every reservation and the most it ever had committed."""
+
+    def __init__(self, limit_usd: float) -> None:
+        super().__init__(limit_usd)
+        self.reservations: list[float] = []
+        self.peak_usd = 0.0
+
+    def reserve(self, worst_case_usd: float) -> None:
+        super().reserve(worst_case_usd)
+        self.reservations.append(worst_case_usd)
+        self.peak_usd = max(self.peak_usd, self.spent_usd + self.reserved_usd)
+
+
+def retrying_agent(server, **kw) -> Agent:
+    spec = AgentSpec(name="paid", provider="openai", model="m", base_url=f"{server.url}/v1",
+                     price_in=2.0, price_out=8.0, max_tokens=100,
+                     **{"retries": 3, "timeout_s": 5.0, **kw})
+    retrying = RetryingProvider(OpenAIProvider(spec), spec, sleep=lambda s: None)
+    return Agent(spec.name, retrying, spec.max_tokens, Prices(spec.price_in, spec.price_out))
+
+
+def one_worker_turn(agent: Agent, budget: Budget):
+    return run_episode(Problem("Write add.", "def add(a, b):\n"), [agent], CountingCoordinator(),
+                       ScriptedPolicy(((0, Role.WORKER),), n_agents=1), budget=budget, max_turns=1)
+
+
+def http_error(status: int, **headers: str) -> Scripted:
+    body = json.dumps({"error": {"message": f"status {status}"}}).encode()
+    return Scripted(status, body, headers=headers)
+
+
+def reservation_of(agent: Agent) -> float:
+    """What one attempt of `one_worker_turn` reserves: the same turn with an agent of the same
+    prices and max_tokens."""
+    probe = Ledger(limit_usd=1.0)
+    one_worker_turn(Agent("probe", ScriptedProvider(["ok"]), agent.max_tokens, agent.prices), probe)
+    return probe.reservations[0]
+
+
+def test_every_retried_attempt_reserves_and_errors_the_server_answered_cost_nothing(server):
+    server.responses += [http_error(500), http_error(429, **{"retry-after": "0"}),
+                         openai_stream("ok", tokens_in=300)]
+    agent = retrying_agent(server)
+    reservation = reservation_of(agent)
+    budget = Ledger(limit_usd=1.5 * reservation)  # refused at once if a failed attempt were billed
+    result = one_worker_turn(agent, budget)
+    assert result.verdict == "turn_limit" and len(server.requests) == 3
+    assert budget.reservations == [reservation] * 3  # one per attempt
+    assert budget.spent_usd == pytest.approx(result.usd) and budget.reserved_usd == pytest.approx(0)
+    assert budget.peak_usd <= budget.limit_usd and budget.overruns == 0
+
+
+def test_attempts_that_may_be_billed_count_and_a_retry_that_no_longer_fits_is_refused(server):
+    hang = Scripted(200, openai_stream("ok").body, "text/event-stream", delay_s=2.0)
+    server.responses += [hang, hang, openai_stream("ok")]
+    agent = retrying_agent(server, timeout_s=0.5)  # the timeout is a network error: no HTTP status
+    reservation = reservation_of(agent)
+    budget = Ledger(limit_usd=2.5 * reservation)  # room for two attempts billed in full, not three
+    result = one_worker_turn(agent, budget)
+    assert result.verdict == "budget" and "--budget-usd" in (result.error or "")
+    assert len(server.requests) == 2 and budget.reservations == [reservation, reservation]
+    assert budget.spent_usd == pytest.approx(2 * reservation)
+    assert budget.reserved_usd == pytest.approx(0)
+    assert budget.spent_usd <= budget.peak_usd <= 2.5 * reservation  # never committed past it
+
+
+def test_the_cli_warns_of_a_call_that_cost_more_than_it_reserved(workdir, server):
+    pool_file(workdir, server)
+    # $2 of prompt: far above the call's worst case
+    server.responses.append(openai_stream("plan", tokens_in=1_000_000))
+    result = trinity("solve", "p.md", "--pool", "pool.toml", "--weights", "none",
+                     "--budget-usd", "5", "--max-turns", "1", "--json")
+    assert result.returncode == 6, result.stderr
+    budget = json.loads(result.stdout)["budget"]
+    assert budget["overruns"] == 1 and budget["overrun_usd"] > 1.99 and budget["limit_usd"] == 5
+    assert budget["spent_usd"] == pytest.approx(2.0, abs=1e-4)
+    assert "warning: 1 call cost $" in result.stderr and "more than reserved" in result.stderr
+
+
+def test_eval_under_a_budget_stops_with_the_rows_finished_so_far(workdir):
+    from test_cli import SIM_POOL
+
+    from trinity_cli.tasks.taskset import load_humaneval
+
+    lines = [json.dumps({"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point,
+                         "test": t.test, "canonical_solution": t.canonical_solution,
+                         "tags": list(t.tags)})
+             for t in load_humaneval()[:3]]
+    (workdir / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none",
+             "--split", "all", "--max-turns", "1", "--no-cache"]
+    whole = trinity("eval", *flags, "--json")
+    assert whole.returncode == 0, whole.stderr
+    full = json.loads(whole.stdout)
+    assert full["partial"] is False and full["error"] is None and len(full["rows"]) == 9
+    spent = full["budget"]["spent_usd"]
+    limit = f"{spent / 2:.6f}"  # the oracle's plans and every row draw on it: it stops halfway
+    result = trinity("eval", *flags, "--json", "--budget-usd", limit)
+    assert result.returncode == 5, result.stderr
+    report = json.loads(result.stdout)
+    assert report["partial"] is True and "--budget-usd" in report["error"]
+    assert 1 <= len(report["rows"]) < 9 and report["rows"] == full["rows"][:len(report["rows"])]
+    assert report["budget"]["spent_usd"] <= float(limit) and report["split"] == "all"
+    assert "eval stopped" in result.stderr and "Traceback" not in result.stderr
+    table = trinity("eval", *flags, "--budget-usd", limit)
+    assert table.returncode == 5 and "PARTIAL" in table.stderr and "oracle" not in table.stderr
+
+
+def test_eval_under_a_budget_needs_prices(workdir, server):
+    pool_file(workdir, server, prices="")
+    result = trinity("eval", "--pool", "pool.toml", "--weights", "none", "--budget-usd", "1")
+    assert result.returncode == 3 and "no price_in/price_out" in result.stderr
+    assert server.requests == []

@@ -60,3 +60,15 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
     assert any(p.name == "responses.sqlite" for p in artifacts) and any(p.suffix == ".ckpt" for p in artifacts)
     for path in artifacts:
         assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_key_that_crosses_the_message_cut_leaves_no_prefix(monkeypatch):
+    """Provider errors are cut to MESSAGE_CHARS: redaction must come first."""
+    from trinity_cli.config import AgentSpec
+    from trinity_cli.providers.errors import MESSAGE_CHARS, classify
+
+    monkeypatch.setenv("MY_PROVIDER_KEY", KEY)
+    spec = AgentSpec(name="a", provider="openai", model="m")
+    for filler in range(MESSAGE_CHARS - 60, MESSAGE_CHARS):  # the key straddles the cut
+        message = classify(RuntimeError("x" * filler + KEY + " was rejected"), spec).message
+        assert KEY[:12] not in message and len(message) <= MESSAGE_CHARS

@@ -302,9 +302,9 @@ class _OverTheNetwork:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def complete(self, request: Any, on_text: Any = None) -> Any:
+    def complete(self, request: Any, on_text: Any = None, on_retry: Any = None) -> Any:
         time.sleep(NETWORK_LATENCY_S)
-        return self.inner.complete(request, on_text)
+        return self.inner.complete(request, on_text, on_retry)
 
 
 def concurrency_speedup(sim_pool: Path) -> dict[str, float]:

@@ -59,11 +59,13 @@ class ProviderError(TrinityError):
 
     exit_code = 4
 
-    def __init__(self, message: str, *, agent: str = "", kind: str = "server", retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, agent: str = "", kind: str = "server",
+                 retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(message)
         self.agent = agent
         self.kind = kind  # auth | rate_limit | server | network | bad_request
         self.retry_after = retry_after  # seconds, from the server's Retry-After header
+        self.status = status  # the HTTP status, when the server answered (None: it may still bill)
         self.partial = False  # the reply had started streaming (it may have been billed)
 
 

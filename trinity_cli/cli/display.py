@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.events import (
     CheckFinished,
@@ -63,9 +64,11 @@ def turn_json(record: TurnRecord, agent_names: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any = None) -> dict[str, Any]:
+def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any = None,
+                 budget: Budget | None = None) -> dict[str, Any]:
     """`verdict` is the episode's; `verifier_verdict` the last Verifier's own; `tests` the final
-    answer's execution check (null without one; `passed` null when the answer was never run)."""
+    answer's execution check (null without one; `passed` null when the answer was never run);
+    `budget` the run's accounting, failed attempts that may have been billed included."""
     tests = None
     if suite is not None:
         check = result.check
@@ -80,16 +83,19 @@ def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any =
         "usd": result.usd,
         "error": result.error,
         "turns": [turn_json(r, agent_names) for r in result.turns],
+        **({} if budget is None else {"budget": budget.as_json()}),
     }
 
 
 class JsonlWriter:
     """--jsonl: one event per line as it happens; the `final` event is the --json object."""
 
-    def __init__(self, stream: IO[str], agent_names: Sequence[str], suite: Any = None) -> None:
+    def __init__(self, stream: IO[str], agent_names: Sequence[str], suite: Any = None,
+                 budget: Budget | None = None) -> None:
         self.stream = stream
         self.names = agent_names
         self.suite = suite
+        self.budget = budget
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TurnStarted):
@@ -100,7 +106,8 @@ class JsonlWriter:
             self._write({"event": "check", "turn": event.turn, "passed": event.outcome.passed,
                          "summary": event.outcome.summary})
         elif isinstance(event, EpisodeFinished):
-            self._write({"event": "final", **episode_json(event.result, self.names, self.suite)})
+            final = episode_json(event.result, self.names, self.suite, self.budget)
+            self._write({"event": "final", **final})
 
     def _write(self, obj: dict[str, Any]) -> None:
         self.stream.write(json.dumps(obj) + "\n")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +11,11 @@ from trinity_cli.cli.console import stderr
 
 HELP = """Compare a head with the baselines (random, pipeline:<agent>, single:<agent>, oracle) on a
 split of a task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the
-tasks overlap the head's training split. --json prints the same data as one object."""
+tasks overlap the head's training split. --json prints the same data as one object.
+
+With --budget-usd every row's agent calls (the oracle's many plans too) share that budget; at
+the first call it refuses, eval stops and exits 5 with the rows finished so far, marked
+partial."""
 
 
 def eval_command(
@@ -25,17 +29,27 @@ def eval_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Episodes in flight at once, to overlap agents' network waits (results do not change). Default: 4 with a network agent in the pool, else 1.")] = None,
+    budget_usd: Annotated[float | None, typer.Option(
+        "--budget-usd", min=0.0, help="Stop before spend could exceed this (exit 5, rows so far)."
+    )] = None,
 ) -> int:
-    from rich.table import Table
-
     from trinity_cli.config import load_pool
+    from trinity_cli.core.budget import Budget
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runtime import choose_policy, memo_coordinator, open_caches
+    from trinity_cli.runtime import (
+        check_prices,
+        choose_policy,
+        memo_coordinator,
+        open_caches,
+        warn_if_other_numerics,
+    )
     from trinity_cli.tasks.taskset import load_tasks, select_split
     from trinity_cli.train.baselines import evaluate
     from trinity_cli.train.fitness import default_workers
 
     pool_cfg = load_pool(pool)
+    if budget_usd is not None:
+        check_prices(pool_cfg)
     choice = choose_policy(pool_cfg, weights, warn=lambda msg: None)
     all_tasks = load_tasks(tasks)
     chosen = select_split(all_tasks, split)
@@ -45,21 +59,43 @@ def eval_command(
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
     workers = workers or default_workers(agents)
-    coordinator = memo_coordinator(pool_cfg, caches, sessions=workers, transcript_format=choice.transcript_format)
+    coordinator = None  # only a head reads hidden states: `--weights none` needs no GGUF
+    if choice.policy.needs_hidden:
+        coordinator = memo_coordinator(pool_cfg, caches, sessions=workers,
+                                       transcript_format=choice.transcript_format)
+        warn_if_other_numerics(choice, coordinator,
+                               lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
+    budget = Budget(budget_usd)
     report = evaluate(chosen, agents, coordinator, choice.policy, caches.grader,
-                      max_turns=max_turns, samples=sample, seed=seed, workers=workers)
+                      max_turns=max_turns, samples=sample, seed=seed, workers=workers,
+                      budget=budget)
     rows = report.pop("_rows")
     report["split"] = split
     if json_out:
         print(json.dumps(report, indent=2))
-        return 0
-    table = Table(title=f"{tasks}:{split} · {len(chosen)} tasks · {choice.source}", title_justify="left")
+    else:
+        print_table(report, rows, f"{tasks}:{split} · {len(chosen)} tasks · {choice.source}")
+    overrun = budget.overrun_warning()
+    if overrun:
+        stderr.print(f"warning: {overrun}", markup=False)
+    if report["partial"]:
+        stderr.print(f"error: {report['error']} (eval stopped; rows finished: {len(rows)})",
+                     markup=False)
+        return 5
+    return 0
+
+
+def print_table(report: dict[str, Any], rows: list[Any], title: str) -> None:
+    from rich.table import Table
+
+    partial = " · PARTIAL: stopped by --budget-usd" if report["partial"] else ""
+    table = Table(title=title + partial, title_justify="left")
     for column in ("policy", "pass@1", "95% CI", "$/task", "turns"):
         table.add_column(column)
     for row in rows:
         lo, hi = row.ci95()
         table.add_row(row.policy, f"{row.pass_at_1:.3f}", f"{lo:.2f}–{hi:.2f}", f"{row.usd_per_task:.5f}", f"{row.mean_turns:.2f}")
     stderr.print(table)
-    stderr.print(f"relative error reduction vs best single ({report['best_single']}): "
-                 f"{report['rel_err_reduction_vs_best_single']:.1%}", markup=False)
-    return 0
+    if report["rel_err_reduction_vs_best_single"] is not None:
+        stderr.print(f"relative error reduction vs best single ({report['best_single']}): "
+                     f"{report['rel_err_reduction_vs_best_single']:.1%}", markup=False)

@@ -56,7 +56,13 @@ def solve(
     from trinity_cli.core.transcript import Problem
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runtime import build_coordinator, check_offline, check_prices, choose_policy
+    from trinity_cli.runtime import (
+        build_coordinator,
+        check_offline,
+        check_prices,
+        choose_policy,
+        warn_if_other_numerics,
+    )
     from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
 
     if json_out and jsonl_out:
@@ -74,24 +80,29 @@ def solve(
     choice = choose_policy(pool_cfg, weights, warn)
     agents = build_agents(pool_cfg.agents)
     coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
+    warn_if_other_numerics(choice, coordinator, warn)
     sinks: list[Callable[[Any], None]] = []
     if not quiet:
         checking = f" · checked by {suite.source} ({suite.count} tests)" if suite else ""
         sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}{checking}"))
+    budget = Budget(budget_usd)
     if jsonl_out:
-        sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite))
+        sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite, budget))
     result = run_episode(
         Problem.from_markdown(text), agents, coordinator, choice.policy,
-        max_turns=max_turns, budget=Budget(budget_usd), sample_seed=seed if sample else None,
+        max_turns=max_turns, budget=budget, sample_seed=seed if sample else None,
         on_event=fan_out(sinks), check=None if suite is None else suite.run,
     )
     if json_out:
-        print(json.dumps(episode_json(result, pool_cfg.names, suite), indent=2))
+        print(json.dumps(episode_json(result, pool_cfg.names, suite, budget), indent=2))
     elif not jsonl_out and result.answer:
         sys.stdout.write(result.answer)
     sys.stdout.flush()
     if result.error and not quiet:
         stderr.print(f"error: {result.error}", markup=False, highlight=False)
+    overrun = budget.overrun_warning()
+    if overrun and not quiet:
+        warn(overrun)
     return EXIT_CODES[result.verdict]
 
 

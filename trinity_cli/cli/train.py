@@ -69,11 +69,11 @@ def train(
         result = run_training(
             train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
             resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
-                         "transcript_format": backbone.transcript_format},
+                         "transcript_format": backbone.transcript_format, "numerics": coordinator.numerics},
             on_generation=display.update, workers=workers,
         )
     meta = metadata_for(
-        backbone, pool_cfg, coordinator.hidden_size, trained=True,
+        backbone, pool_cfg, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
         training={"tasks": tasks, "split": "train", "n_tasks": len(train_tasks), **settings.__dict__,
                   "final_best_fitness": result.best_fitness, "spent_usd": result.spent_usd,
                   "history": result.history, "stopped_for_budget": result.stopped_for_budget},
@@ -81,6 +81,9 @@ def train(
     save_head(out, result.head, meta)
     write_curve(out.with_suffix(".csv"), result.history)
     plotted = plot_curve(out.with_suffix(".png"), result.history)
+    overrun = result.budget.overrun_warning() if result.budget else None
+    if overrun and not quiet:
+        stderr.print(f"warning: {overrun}", markup=False)
     if not quiet:
         stderr.print(f"wrote {out} (+ .json, .csv{', .png' if plotted else ''}); {caches.report()}; coordinator passes saved by the memo: "
                      f"{coordinator.saved_fraction:.0%}", markup=False)

@@ -11,7 +11,9 @@ episodes in lock step with the same functions. The rules of the method live here
 - the final answer is the latest Worker answer;
 - given an execution check (`solve --tests`, or the problem's doctest examples), an ACCEPT
   counts only when the answer passes it: otherwise the failure is appended to the Verifier's
-  turn, the loop goes on, and an episode that ends with a failing answer is `tests_failed`.
+  turn, the loop goes on, and an episode that ends with a failing answer is `tests_failed`;
+- every attempt of an agent call, retries included, first reserves the call's worst case in
+  the budget (`core.budget.CallSpend`); a refusal ends the episode with verdict `budget`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trinity_cli.core.budget import Budget
+from trinity_cli.core.budget import Budget, CallSpend
 from trinity_cli.core.events import (
     CheckFinished,
     EpisodeFinished,
@@ -291,9 +293,9 @@ def run_episode(
                 apply(state, decision, None)
                 break
             agent = agents[decision.agent_index]
-            reservation = agent.worst_case_usd(request)
+            spend = CallSpend(budget, agent.worst_case_usd(request))
             try:
-                budget.reserve(reservation)
+                spend.reserve()
             except BudgetExceeded as exc:
                 state.verdict, state.error = BUDGET, exc.message
                 break
@@ -306,19 +308,21 @@ def run_episode(
                 if stream is not None:
                     stream.feed(text)
 
-            try:
-                reply = agent.provider.complete(request, on_text=on_text)
+            try:  # each retry settles the failed attempt and reserves again (spend.retry)
+                reply = agent.provider.complete(request, on_text=on_text, on_retry=spend.retry)
             except ProviderError as exc:
-                # a reply that broke off mid-stream may be billed: settle the worst case
-                budget.settle(reservation if exc.partial else 0.0, reservation)
+                spend.settle_failed(exc)  # at the worst case if it may have been billed
                 state.verdict, state.error = PROVIDER_ERROR, exc.message
+                break
+            except BudgetExceeded as exc:  # a retry the budget refused
+                state.verdict, state.error = BUDGET, exc.message
                 break
             finally:
                 if stream is not None:
                     stream.finish()
             if reply.seconds <= 0:
                 reply = _with_seconds(reply, time.perf_counter() - started)
-            budget.settle(reply.usd, reservation)
+            spend.settle(reply.usd)
             record = apply(state, decision, reply)
             if record is not None:
                 on_event(TurnFinished(record))

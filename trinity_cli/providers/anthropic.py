@@ -5,7 +5,7 @@ Usage (input and output tokens) comes from the message, or from the stream's eve
 from __future__ import annotations
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback
+from trinity_cli.providers.base import Prices, Reply, Request, RetryHook, Stopwatch, TextCallback
 from trinity_cli.providers.errors import classify
 from trinity_cli.providers.keys import api_key
 
@@ -23,7 +23,10 @@ class AnthropicProvider:
             max_retries=0,
         )
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         watch = Stopwatch()
         parts: list[str] = []
         common = dict(

@@ -3,6 +3,8 @@
 A provider turns a `Request` (a role's system prompt, the transcript as a user message, and
 the plain-text lead a completion-mode model continues) into a `Reply` with usage and cost.
 Providers import their SDKs lazily, so a missing key or package breaks only that provider.
+`on_retry` matters only to a provider that retries (`RetryingProvider`): the budget reserves
+each attempt through it. The others accept it and never call it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 from trinity_cli.core.roles import Role
+from trinity_cli.errors import ProviderError
 
 TextCallback = Callable[[str], None]
+# Called by a retrying provider with the failed attempt's error before it tries again; what it
+# raises (BudgetExceeded when the budget refuses the next attempt) ends the call.
+RetryHook = Callable[[ProviderError], None]
 CHAT_TEMPLATE_TOKENS = 64  # role markers and separators a chat template wraps messages in
 
 
@@ -51,7 +57,10 @@ class Reply:
 
 
 class Provider(Protocol):
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply: ...
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply: ...
 
 
 @dataclass(frozen=True)

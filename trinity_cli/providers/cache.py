@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.providers.base import Provider, Reply, Request, TextCallback
+from trinity_cli.providers.base import Provider, Reply, Request, RetryHook, TextCallback
 from trinity_cli.store import KeyValueStore
 
 
@@ -70,13 +70,16 @@ class CachingProvider:
         ]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         key = self.key(request)
         cached = self.store.get(key)
         if cached is not None:
             if on_text:
                 on_text(cached.text)
             return cached
-        reply = self.inner.complete(request, on_text)
+        reply = self.inner.complete(request, on_text, on_retry)
         self.store.put(key, reply)
         return reply

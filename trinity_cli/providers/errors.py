@@ -6,7 +6,9 @@ import email.utils
 from datetime import datetime, timezone
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.errors import ProviderError
+from trinity_cli.errors import ProviderError, redact
+
+MESSAGE_CHARS = 400
 
 
 def _status(exc: BaseException) -> int | None:
@@ -57,4 +59,6 @@ def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     where = f" at {spec.base_url}" if spec.base_url else ""
     message = f"agent {spec.name!r} ({spec.provider}{where}): {kind.replace('_', ' ')} error: {detail}"
-    return ProviderError(message[:400], agent=spec.name, kind=kind, retry_after=_retry_after(exc))
+    # redact before cutting: a key that crossed the cut would leave its prefix behind
+    return ProviderError(redact(message)[:MESSAGE_CHARS], agent=spec.name, kind=kind, retry_after=_retry_after(exc),
+                         status=status)

@@ -13,6 +13,7 @@ from trinity_cli.providers.base import (
     Prices,
     Reply,
     Request,
+    RetryHook,
     Stopwatch,
     TextCallback,
     estimate_tokens,
@@ -35,7 +36,10 @@ class GeminiProvider:
             http_options=options,
         )
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         watch = Stopwatch()
         config = self._types.GenerateContentConfig(
             system_instruction=request.system,

@@ -36,7 +36,7 @@ from trinity_cli.coordinator.embedded import resolve_model
 from trinity_cli.coordinator.model import Model, default_threads, fill_batch, load_model
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError
-from trinity_cli.providers.base import Prices, Reply, Request, Stopwatch, TextCallback
+from trinity_cli.providers.base import Prices, Reply, Request, RetryHook, Stopwatch, TextCallback
 
 # HumanEval's stop sequences: a completed function ends where top-level code starts.
 WORKER_STOPS = ("\n```", "\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -188,7 +188,10 @@ class LocalProvider:
         if self.mode == "chat":
             self._render = _chat_formatter(self._runtime.model, spec.name)
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         watch = Stopwatch()
         with self._runtime.lock:
             if request.role is Role.VERIFIER and self.mode == "completion":

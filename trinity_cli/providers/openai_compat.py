@@ -11,6 +11,7 @@ from trinity_cli.providers.base import (
     Prices,
     Reply,
     Request,
+    RetryHook,
     Stopwatch,
     TextCallback,
     estimate_tokens,
@@ -30,7 +31,10 @@ class OpenAIProvider:
             api_key=key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=0
         )
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         watch = Stopwatch()
         messages = [
             {"role": "system", "content": request.system},

@@ -7,7 +7,10 @@
 - All attempts of one call fit in `deadline_s`; a wait that would pass it ends the call now.
 - A reply that broke off after it had started streaming is not retried: the partial reply may
   already be billed, so the error is marked `partial` and the budget settles it at the
-  reservation (see `core.episode`).
+  reservation (see `core.budget`).
+- Before each further attempt, after the deadline check and before the wait, the caller's
+  `on_retry` hook gets the failed attempt's error: the budget settles that attempt and reserves
+  the next, as each attempt may be billed. What the hook raises (BudgetExceeded) ends the call.
 - Each attempt runs under a per-agent concurrency limit (`max_concurrency`), so parallel work
   never has more calls in flight to one agent than its pool entry allows.
 """
@@ -21,7 +24,7 @@ from collections.abc import Callable
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.errors import ProviderError
-from trinity_cli.providers.base import Provider, Reply, Request, TextCallback
+from trinity_cli.providers.base import Provider, Reply, Request, RetryHook, TextCallback
 
 RETRYABLE = ("rate_limit", "server", "network")
 BACKOFF_BASE_S = 0.5
@@ -44,7 +47,10 @@ class RetryingProvider:
         self.slots = threading.BoundedSemaphore(spec.max_concurrency)
         self.attempts = 0  # every attempt made, for reports and tests
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         started = time.monotonic()
         streamed: list[str] = []  # text of the current attempt
 
@@ -67,6 +73,8 @@ class RetryingProvider:
                 if wait >= left:
                     raise self._final(exc, attempt + 1, f"the next try (in {wait:.1f} s) would pass the "
                                       f"{self.spec.deadline_s:g} s deadline") from None
+                if on_retry is not None:
+                    on_retry(exc)
                 self.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -77,6 +85,7 @@ class RetryingProvider:
         note = f" (gave up after {tries} tries{': ' + why if why else ''})" if tries > 1 or why else ""
         if exc.partial:
             note = " (the reply broke off mid-stream; not retried, as it may have been billed)"
-        final = ProviderError(exc.message + note, agent=exc.agent, kind=exc.kind, retry_after=exc.retry_after)
+        final = ProviderError(exc.message + note, agent=exc.agent, kind=exc.kind,
+                              retry_after=exc.retry_after, status=exc.status)
         final.partial = exc.partial
         return final

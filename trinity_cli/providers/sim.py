@@ -24,7 +24,14 @@ from typing import ClassVar
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError
-from trinity_cli.providers.base import Prices, Reply, Request, TextCallback, estimate_tokens
+from trinity_cli.providers.base import (
+    Prices,
+    Reply,
+    Request,
+    RetryHook,
+    TextCallback,
+    estimate_tokens,
+)
 from trinity_cli.tasks.taskset import Task
 
 THINKER_MARK = ": thinker ("  # how a Thinker turn's heading reads in the agent view
@@ -51,7 +58,10 @@ class SimProvider:
         base = max((skills.get(tag, self.spec.default_skill) for tag in task.tags), default=self.spec.default_skill)
         return min(1.0, base + (self.spec.thinker_boost if after_thinker else 0.0))
 
-    def complete(self, request: Request, on_text: TextCallback | None = None) -> Reply:
+    def complete(
+        self, request: Request, on_text: TextCallback | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> Reply:
         task = self._task(request)
         if request.role is Role.WORKER:
             after_thinker = THINKER_MARK in request.user

@@ -5,6 +5,11 @@ Rows: `trained` (greedy, or the mean of N sampled runs), `random` (agent and rol
 agent answering once as Worker), and `oracle` (a task counts when any agent's Worker answer
 passes, alone or after any agent's Thinker turn). The best single is the best `single:` or
 `pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best.
+
+Under a budget every row's episodes (the oracle's many plans included) draw on one `Budget`.
+At its first refusal the evaluation stops: the row in progress is dropped, as its refused
+episodes would read as failures, and the report keeps the rows finished before, marked
+`partial` (its summary fields are null when the rows they need were not reached).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from trinity_cli.core.budget import Budget
+from trinity_cli.core.episode import BUDGET
 from trinity_cli.core.head import PipelinePolicy, PlanPolicy, RandomPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.tasks.grading import Grader
@@ -52,10 +59,11 @@ class Row:
 
 def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, policy: Any,
                grader: Grader, max_turns: int, samples: int = 0, seed: int = 0,
-               workers: int = 1) -> Row:
+               workers: int = 1, budget: Budget | None = None) -> Row:
     def episodes(index: int, task: Task) -> list[Callable[[], Outcome]]:
         draws = [None] if samples == 0 else [(seed, index, s) for s in range(samples)]
-        return [partial(play, task, agents, coordinator, policy, grader, max_turns=max_turns, sample_seed=d)
+        return [partial(play, task, agents, coordinator, policy, grader, max_turns=max_turns,
+                        sample_seed=d, budget=budget)
                 for d in draws]
 
     groups = [episodes(i, task) for i, task in enumerate(tasks)]
@@ -67,7 +75,8 @@ def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordina
     return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks))
 
 
-def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, workers: int = 1) -> Row:
+def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, workers: int = 1,
+               budget: Budget | None = None) -> Row:
     n = len(agents)
     plans: list[tuple[tuple[int, Role], ...]] = [((w, Role.WORKER),) for w in range(n)]
     plans += [((t, Role.THINKER), (w, Role.WORKER)) for t in range(n) for w in range(n)]
@@ -75,11 +84,12 @@ def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, wor
     def solve(task: Task) -> tuple[bool, float, int]:
         usd, turns = 0.0, 0
         for plan in plans:
-            outcome = play(task, agents, None, PlanPolicy(n, plan), grader, max_turns=len(plan))
+            outcome = play(task, agents, None, PlanPolicy(n, plan), grader, max_turns=len(plan),
+                           budget=budget)
             usd += outcome.usd
             turns += outcome.turns
-            if outcome.passed:
-                return True, usd, turns
+            if outcome.passed or outcome.verdict == BUDGET:
+                return outcome.passed, usd, turns
         return False, usd, turns
 
     solved = in_parallel([partial(solve, task) for task in tasks], workers)
@@ -89,34 +99,46 @@ def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, wor
 
 def evaluate(
     tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, head: Any, grader: Grader,
-    *, max_turns: int, samples: int = 0, seed: int = 0, on_row: Callable[[Row], None] = lambda row: None,
-    workers: int = 1,
+    *, max_turns: int, samples: int = 0, seed: int = 0, workers: int = 1,
+    on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None,
 ) -> dict[str, Any]:
     n = len(agents)
+    budget = budget or Budget()
+    common: dict[str, Any] = {"grader": grader, "workers": workers, "budget": budget}
+    pending: list[Callable[[], Row]] = [
+        partial(run_policy, "trained", tasks, agents, coordinator, head, max_turns=max_turns,
+                samples=samples, seed=seed, **common),
+        partial(run_policy, "random", tasks, agents, None, RandomPolicy(n), max_turns=max_turns,
+                samples=max(1, samples), seed=seed, **common),
+        *[partial(run_policy, f"pipeline:{agent.name}", tasks, [agent], None, PipelinePolicy(1),
+                  max_turns=max(3, max_turns), **common) for agent in agents],
+        *[partial(run_policy, f"single:{agent.name}", tasks, agents, None,
+                  PlanPolicy(n, ((i, Role.WORKER),)), max_turns=1, **common)
+          for i, agent in enumerate(agents)],
+        partial(oracle_row, tasks, agents, **common),
+    ]
     rows: list[Row] = []
-
-    def add(row: Row) -> None:
+    for compute in pending:
+        row = compute()
+        if budget.refusal is not None:  # some episode of this row was refused: stop here
+            break
         rows.append(row)
         on_row(row)
-
-    add(run_policy("trained", tasks, agents, coordinator, head, grader, max_turns, samples, seed, workers))
-    add(run_policy("random", tasks, agents, None, RandomPolicy(n), grader, max_turns, max(1, samples), seed, workers))
-    for agent in agents:
-        add(run_policy(f"pipeline:{agent.name}", tasks, [agent], None, PipelinePolicy(1), grader, max(3, max_turns),
-                       workers=workers))
-    for i, agent in enumerate(agents):
-        add(run_policy(f"single:{agent.name}", tasks, agents, None, PlanPolicy(n, ((i, Role.WORKER),)), grader, 1,
-                       workers=workers))
-    add(oracle_row(tasks, agents, grader, workers))
-    best_single = max((r for r in rows if r.policy.startswith(("single:", "pipeline:"))), key=lambda r: r.pass_at_1)
-    trained = rows[0]
-    err_best = 1.0 - best_single.pass_at_1
-    reduction = (err_best - (1.0 - trained.pass_at_1)) / err_best if err_best > 0 else 0.0
+    singles = [r for r in rows if r.policy.startswith(("single:", "pipeline:"))]
+    best_single = max(singles, key=lambda r: r.pass_at_1) if singles else None
+    reduction = None
+    if best_single is not None:
+        err_best = 1.0 - best_single.pass_at_1
+        trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is `trained`: it comes first
+        reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else 0.0
     return {
         "schema_version": SCHEMA_VERSION,
         "tasks": len(tasks),
-        "rel_err_reduction_vs_best_single": round(reduction, 4),
-        "best_single": best_single.policy,
+        "rel_err_reduction_vs_best_single": reduction,
+        "best_single": None if best_single is None else best_single.policy,
         "rows": [r.as_json() for r in rows],
+        "partial": budget.refusal is not None,
+        "error": budget.refusal,
+        "budget": budget.as_json(),
         "_rows": rows,
     }

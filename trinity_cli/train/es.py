@@ -72,6 +72,7 @@ class TrainResult:
     spent_usd: float
     stopped_for_budget: bool
     best_fitness: float
+    budget: Budget | None = None  # this run's accounting (spent_usd includes resumed spend)
 
 
 def starting_head(tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None) -> LinearHead:
@@ -174,4 +175,5 @@ def train(
         if stop_after is not None and generation + 1 >= stop_after:
             break
     final = start.with_weights(np.asarray(optimizer.mean, dtype=np.float64))
-    return TrainResult(final, state["history"], budget.spent_usd, stopped_for_budget, float(state["best"][0]))
+    return TrainResult(final, state["history"], budget.spent_usd, stopped_for_budget,
+                       float(state["best"][0]), budget)
