@@ -20,6 +20,7 @@ from trinity_cli.errors import TaskFileError
 
 SPLIT_SALT = "trinity-split-v1:"
 TEST_BYTE_BELOW = 77
+VALIDATION_SALT = "trinity-validation-v1:"  # a slice of the train split for choosing settings
 REQUIRED = ("task_id", "prompt", "entry_point", "test")
 
 
@@ -67,6 +68,17 @@ def select_split(tasks: list[Task], split: str) -> list[Task]:
     if split not in ("train", "test"):
         raise TaskFileError(f"unknown split {split!r}: use train, test or all")
     return [t for t in tasks if t.split == split]
+
+
+def validation_slice(train: list[Task]) -> tuple[list[Task], list[Task]]:
+    """(fit, validation): about 30% of the train split, by the same hash rule with its own salt.
+
+    Settings (components, σ0, generations, seeds, cost weight) are chosen by training on `fit`
+    and scoring on `validation`, so the test split is scored once, at settings it never chose."""
+    def held(task: Task) -> bool:
+        return hashlib.sha256((VALIDATION_SALT + task.task_id).encode()).digest()[0] < TEST_BYTE_BELOW
+
+    return [t for t in train if not held(t)], [t for t in train if held(t)]
 
 
 def read_jsonl(path: Path) -> list[Task]:

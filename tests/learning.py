@@ -1,0 +1,75 @@
+"""The honest learning protocol on the simulated pool, shared by the suite and the script that
+chose its settings (`scripts/choose_learning_settings.py`).
+
+- The head trains on the train split minus a validation slice (`validation_slice`); every
+  setting (components, σ0, generations, population, seed) was chosen by the validation margin,
+  and `learning_settings.json` records the grid and the choice. The test split is scored once.
+- The control keeps real hidden states but breaks the task↔state pairing: each task reads
+  another task's state (a fixed derangement). A head that learned nothing from the states does
+  as well under it; a head that routes by the state loses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trinity_cli.coordinator.base import Encoding
+from trinity_cli.core.transcript import Problem, Transcript
+from trinity_cli.providers.registry import build_agents
+from trinity_cli.tasks.taskset import Task
+from trinity_cli.train.baselines import evaluate
+from trinity_cli.train.es import TrainSettings, train
+
+SETTINGS_FILE = Path(__file__).resolve().parent / "learning_settings.json"
+
+
+def chosen_settings() -> TrainSettings:
+    return TrainSettings(**json.loads(SETTINGS_FILE.read_text())["chosen"])
+
+
+class PermutedCoordinator:
+    """Real states, wrong tasks: a transcript of task i is encoded as if its problem were task
+    π(i)'s, for a fixed derangement π of the tasks (the turns are kept)."""
+
+    def __init__(self, inner: Any, tasks: list[Task], seed: int = 0) -> None:
+        self.inner = inner
+        self.hidden_size = inner.hidden_size
+        ids = [t.task_id for t in tasks]
+        rng = np.random.default_rng(seed)
+        while True:
+            order = rng.permutation(len(ids))
+            if not np.any(order == np.arange(len(ids))):
+                break
+        self.swap: dict[str, Problem] = {ids[i]: tasks[j].problem for i, j in enumerate(order)}
+
+    def encode(self, transcript: Transcript) -> Encoding:
+        problem = self.swap[transcript.problem.task_id]
+        return self.inner.encode(Transcript(problem, transcript.turns))
+
+
+def paired_margin(a, b) -> float:
+    """Mean of a − b over tasks, in standard errors of that mean."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    return float(d.mean() / se) if se > 0 else (float("inf") if d.mean() > 0 else 0.0)
+
+
+def train_and_score(pool, all_tasks: list[Task], fit: list[Task], scored: list[Task], coordinator: Any, grader,
+                    settings: TrainSettings, checkpoint: Path, store) -> dict[str, Any]:
+    """Train on `fit`, evaluate on `scored`: the rows by name and the margins the suite asserts."""
+    agents = build_agents(pool.agents, all_tasks, store)
+    result = train(fit, agents, coordinator, grader, settings, checkpoint)
+    report = evaluate(scored, agents, coordinator, result.head, grader, max_turns=settings.max_turns)
+    rows = {r.policy: r for r in report.pop("_rows")}
+    best = rows[report["best_single"]]
+    trained = rows["trained"].passes
+    return {
+        "result": result, "rows": rows, "report": report,
+        "pass_at_1": rows["trained"].pass_at_1, "best_single": best.policy, "best_single_pass_at_1": best.pass_at_1,
+        "margin_vs_best_single": paired_margin(trained, best.passes),
+        "margin_vs_random": paired_margin(trained, rows["random"].passes),
+    }
