@@ -23,7 +23,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from learning import SETTINGS_FILE, PermutedCoordinator, chosen_settings, paired_margin, train_and_score
+from learning import (
+    SETTINGS_FILE,
+    PermutedCoordinator,
+    chosen_settings,
+    paired_margin,
+    train_and_score,
+)
 
 from trinity_cli.config import parse_pool
 from trinity_cli.coordinator.embedded import embedded_model_path, gguf_sha256

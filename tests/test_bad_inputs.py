@@ -49,6 +49,10 @@ def test_bad_input_gets_its_exit_code_and_one_clear_line(case, generated, workdi
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and case["message"] in errors[0], result.stderr
     assert "\n" not in errors[0]
+    if case["exit"] == 2:
+        assert result.stdout == ""
+    if "help" in case:  # a usage error names the --help that explains it, and nothing garbled
+        assert errors[0].endswith(f"(see `{case['help']} --help`)") and "('" not in errors[0], errors[0]
 
 
 def test_ctrl_c_is_exit_130_and_keeps_the_turns_so_far(workdir):

@@ -240,9 +240,15 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     import importlib.util
 
     assert (workdir / "head.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
+    import llama_cpp
+
+    assert meta["numerics"]["llama_cpp"] == llama_cpp.__version__ and meta["numerics"]["n_batch"] == 256
+    meta["numerics"]["llama_cpp"] = "0.0.1"  # as if trained before an upgrade
+    (workdir / "head.json").write_text(json.dumps(meta))
     result = trinity("eval", *flags, "--weights", "head.npz", "--split", "all", "--json")
     assert result.returncode == 0, result.stderr
     assert "overlap the head's training split" in result.stderr
+    assert "other numerics: llama_cpp 0.0.1 (head) vs " in " ".join(result.stderr.split())
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1 and report["split"] == "all" and report["tasks"] == 14
     policies = [r["policy"] for r in report["rows"]]

@@ -326,9 +326,15 @@ def test_bench_streamed_call_measures_the_overlapped_and_plain_encodes(coordinat
 def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(coordinator, tmp_path, monkeypatch):
     """A llama.cpp upgrade (or other CPU kernels, batch, ring) re-encodes instead of serving
     states from the disk memo that the new build would not produce."""
+    import llama_cpp
+
     from trinity_cli.coordinator.memo import MemoCoordinator
 
-    assert {"llama_cpp", "cpu_features", "n_batch", "swa_ring", "flash_attention"} <= set(coordinator.numerics)
+    numerics = coordinator.numerics
+    assert numerics["llama_cpp"] == llama_cpp.__version__ and numerics["n_batch"] == coordinator.n_batch
+    assert numerics["swa_ring"] == 768 and numerics["flash_attention"] is False  # Gemma-3 at batch 256
+    info = llama_cpp.llama_print_system_info().decode()
+    assert numerics["cpu_features"] and all(f"{name} = 1" in info for name in numerics["cpu_features"].split(","))
     transcript = Transcript(Problem("Write add(a, b).", "def add(a, b):\n"))
     path = tmp_path / "hidden.sqlite"
     first = MemoCoordinator(coordinator, "sha", path)

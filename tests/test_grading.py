@@ -85,11 +85,20 @@ def test_every_run_has_its_own_token(monkeypatch):
     assert all("half" in g.output and token not in g.output for g, token in zip(grades, tokens))
 
 
-def test_a_grade_cached_by_an_older_grader_is_not_reused(tmp_path):
-    """Version 1 stored True for exit-code-0 answers: the key now carries the version."""
-    grader = Grader(tmp_path / "grades.sqlite")
-    answer = HOSTILE["sys.exit(0) at import"]
-    assert not grader.passes(TASK, answer) and grader.runs == 1
+def test_a_grade_cached_by_an_older_grader_is_not_reused(tmp_path, monkeypatch):
+    """Version 1 stored True for exit-code-0 answers: the key carries the version, so a stored
+    grade is reused only by the grader version that made it."""
+    from trinity_cli.tasks import grading
+
+    path, answer = tmp_path / "grades.sqlite", HOSTILE["sys.exit(0) at import"]
+    monkeypatch.setattr(grading, "GRADER_VERSION", 1)
+    monkeypatch.setattr(grading, "run_check", lambda task, answer, timeout_s: True)  # the old rule's verdict
+    assert Grader(path).passes(TASK, answer)
+    same_version = Grader(path)
+    assert same_version.passes(TASK, answer) and same_version.runs == 0
+    monkeypatch.undo()
+    current = Grader(path)
+    assert not current.passes(TASK, answer) and current.runs == 1
 
 
 def test_all_humaneval_canonical_solutions_pass():

@@ -40,7 +40,7 @@ NOBODY = 65534
 TESTS = Path(__file__).resolve().parent
 ATTACKS = ("home_file", "tmp_file", "host_processes", "umount_home", "umount_tmp", "umount_proc",
            "parent_environ", "ptrace_parent", "network", "write_outside", "capabilities", "outlive",
-           "fork_bomb", "memory_hog")
+           "fork_bomb", "memory_hog", "fill_jail")
 HOLDS = {  # mode → the attacks it contains (what `isolation()` claims for it; fork_bomb only
     "bwrap": set(ATTACKS),  # where `counts_processes` says so for the parent's uid)
     "namespaces": set(ATTACKS),
@@ -50,6 +50,9 @@ HOLDS = {  # mode → the attacks it contains (what `isolation()` claims for it;
 # With the isolation off, only the attacks meant for each control run: a root "off" child
 # that unmounted /proc or /tmp would do it in the driver's own mount namespace.
 CONTROL = {attack: "weak" if attack.startswith("umount") else "off" for attack in ATTACKS}
+# The jail's own root and /dev are memory (tmpfs): its control is bubblewrap's jail without the
+# read-only remounts, where a non-root parent's candidate owns them and could fill them.
+CONTROL["fill_jail"] = "bwrap-writable"
 
 # --- the hostile programs -------------------------------------------------------------------
 # Each starts with PRELUDE and a header of constants. Secrets that live in a process (the
@@ -176,6 +179,17 @@ PROGRAMS = {
         "    n += 1\n"
         "print('FORKED', n)\n"
     ),
+    "fill_jail": (  # a file in the jail's root and /dev, which no size limit caps
+        "for top in ('/', '/dev'):\n"
+        "    path = os.path.join(top, TAG)\n"
+        "    try:\n"
+        "        with open(path, 'w') as handle:\n"
+        "            handle.write('x' * 65536)\n"
+        "        print('FILLED', top)\n"
+        "        os.unlink(path)\n"
+        "    except OSError as exc:\n"
+        "        print(top, exc)\n"
+    ),
     "memory_hog": (  # untouched pages: even with the isolation off this takes no memory
         "blob = bytearray(2 << 30)\n"
         "print('ALLOCATED', len(blob))\n"
@@ -229,6 +243,17 @@ def drive() -> None:
                  port=listener.getsockname()[1], marker=sys.argv[-1].split("=", 1)[1],
                  tag="t" + uuid.uuid4().hex[:10])
     mode = setup["mode"]
+    if mode == "bwrap-writable":  # fill_jail's control: bubblewrap without its read-only remounts
+        from trinity_cli.tasks import sandbox
+
+        full = sandbox._bwrap_command
+
+        def writable(*args: object) -> list[str]:
+            command = full(*args)  # type: ignore[arg-type]
+            return [a for i, a in enumerate(command) if "--remount-ro" not in (a, command[i - 1])]
+
+        sandbox._bwrap_command = writable  # type: ignore[assignment]
+        mode = "bwrap"
     if mode not in ("off", "weak"):
         from trinity_cli.tasks.sandbox import run_in_mode
 
@@ -254,7 +279,7 @@ def drive() -> None:
             "capabilities": _holds_capabilities(out, strict_bounding=mode != "rlimits" or os.geteuid() == 0),
             "outlive": bool(alive),
             "fork_bomb": "FORKED" not in out or int(out.split("FORKED")[1].split()[0]) >= 64,
-            "memory_hog": "ALLOCATED" in out,
+            "memory_hog": "ALLOCATED" in out, "fill_jail": "FILLED" in out,
         }[attack]
         evidence = out[-1500:] + (f"\nwritten on the host: {written}" if attack == "write_outside" else "")
         return attack, [escaped, evidence + (f"\nstill alive: {alive}" if alive else "")]
@@ -457,6 +482,8 @@ def test_the_attack_is_contained(plants, parent, mode, attack):
 def test_the_attack_escapes_with_the_isolation_off(plants, parent, attack):
     """The same program, judged the same way, does escape without the isolation: the check
     above can see an escape."""
+    if attack == "fill_jail" and parent == "root":
+        pytest.skip("as root the jail's root and /dev belong to root, not to the candidate (uid 65534)")
     if attack == "ptrace_parent" and _yama() > 0:
         pytest.skip(f"Yama ptrace_scope={_yama()} forbids a child to trace its parent even with the isolation off")
     escaped, evidence = outcomes(plants, parent, CONTROL[attack])[attack]

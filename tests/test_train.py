@@ -79,7 +79,8 @@ def test_the_settings_were_chosen_on_the_validation_slice_of_the_train_split(sim
     chosen = json.loads(SETTINGS_FILE.read_text())
     assert chosen["fit_tasks"] == len(sim["fit"]) and chosen["validation_tasks"] == len(sim["validation"])
     assert not {t.task_id for t in sim["fit"] + sim["validation"]} & {t.task_id for t in sim["test"]}
-    assert chosen["chosen"] in [row["settings"] for row in chosen["grid"]]
+    best = max(chosen["grid"], key=lambda r: (r["margin_vs_best_single_se"], -r["settings"]["project"]))
+    assert chosen["chosen"] == best["settings"] == asdict(chosen_settings())
 
 
 def test_trained_head_beats_random_and_the_permuted_control_on_held_out_tasks(trained, permuted, sim):
@@ -97,8 +98,8 @@ def test_trained_head_beats_the_best_single_agent_on_held_out_tasks(trained):
     assert trained["report"]["rel_err_reduction_vs_best_single"] > 0
 
 
-def test_the_permuted_control_can_fail_and_does(sim):
-    """The control is a real test: the derangement moves every task to another's state."""
+def test_the_permuted_control_reads_real_states_of_other_tasks(sim):
+    """The control breaks the pairing, not the states: every task reads another task's state."""
     control = PermutedCoordinator(sim["coordinator"], sim["tasks"])
     assert all(control.swap[t.task_id] != t.problem for t in sim["tasks"])
     state = control.encode(Transcript(sim["test"][0].problem)).hidden

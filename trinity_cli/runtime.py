@@ -127,6 +127,8 @@ class Caches:
 
 
 def open_caches(no_cache: bool) -> Caches:
+    import atexit
+    import shutil
     import tempfile
 
     from trinity_cli import paths
@@ -135,6 +137,7 @@ def open_caches(no_cache: bool) -> Caches:
 
     if no_cache:
         scratch = Path(tempfile.mkdtemp(prefix="trinity-nocache-"))
+        atexit.register(shutil.rmtree, scratch, True)  # nothing of a --no-cache run stays behind
         return Caches(ResponseStore(scratch / "responses.sqlite"), Grader(), None)
     root = paths.cache_dir()
     return Caches(ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"), root / "hidden.sqlite")

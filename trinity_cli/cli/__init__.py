@@ -82,7 +82,11 @@ def _usage_line(exc: Exception) -> str:
     """A usage error on one line, naming the command whose --help explains it."""
     message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
     ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else "trinity"
+    if ctx is not None:
+        command = ctx.command_path
+    else:  # some parser errors carry no context: the command is the first argument, if it is one
+        names = {c.name for c in app.registered_commands}
+        command = "trinity" + (f" {sys.argv[1]}" if len(sys.argv) > 1 and sys.argv[1] in names else "")
     return f"{message} (see `{command} --help`)"
 
 

@@ -83,7 +83,7 @@ def solve(
     warn_if_other_numerics(choice, coordinator, warn)
     sinks: list[Callable[[Any], None]] = []
     if not quiet:
-        checking = f" · checked by {suite.source} ({suite.count} tests)" if suite else ""
+        checking = f" · checked by {suite.source} ({suite.count} test{'s' * (suite.count != 1)})" if suite else ""
         sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}{checking}"))
     budget = Budget(budget_usd)
     if jsonl_out:

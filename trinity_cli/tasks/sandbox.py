@@ -174,7 +174,10 @@ def _bwrap_command(base_python: str, is_root: bool) -> list[str]:
             command += ["--ro-bind", path, path]
     command += ["--ro-bind", str(INIT), INIT_IN_JAIL, "--proc", "/proc", "--dev", "/dev"]
     command += ["--size", str(64 << 20)] if "--size" in _bwrap_help() else []
-    return [*command, "--tmpfs", "/tmp", "--clearenv", "--chdir", "/", "--"]
+    # The root and /dev are tmpfs that bwrap made: read-only, or a candidate running as the
+    # namespace's owner could fill memory through them (only /tmp has a size cap).
+    command += ["--tmpfs", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/"]
+    return [*command, "--clearenv", "--chdir", "/", "--"]
 
 
 def _inside(path: str, top: str) -> bool:
