@@ -298,8 +298,9 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
                      f"runs as {who} with no capabilities and no_new_privs: the jail cannot be undone"]
     if mode == "bwrap":
         isolated.append("bubblewrap: a fresh root with only /usr, /etc, /bin, /lib* and Python's "
-                        "installation, read-only, and a private /tmp holding the work dir; home, the "
-                        "repository and every other directory are absent")
+                        "installation, read-only, and a private /tmp holding the work dir; home (but "
+                        "for Python's installation, where it lies there), the repository and every "
+                        "other directory are absent")
         not_isolated.append("files in /usr and /etc and Python's installation can be read")
     elif mode == "namespaces":
         isolated.append("every mount read-only (locked); a private /tmp holding the work dir; empty "
