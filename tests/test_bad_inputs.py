@@ -63,11 +63,15 @@ def test_ctrl_c_is_exit_130_and_keeps_the_turns_so_far(workdir):
         (workdir / "pool.toml").write_text(
             f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\ntimeout_s=90\n')
         (workdir / "p.md").write_text("# Add\n\nWrite `add(a, b)`.\n")
-        # SIGINT as a terminal delivers it: a suite started in the background (`cmd &`) passes
-        # its children SIGINT ignored, and Python keeps an ignored SIGINT ignored
-        proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        # SIGINT as a terminal delivers it: a suite started in the background (`cmd &`) has SIGINT
+        # ignored, which its children inherit (and Python keeps), while a handled signal is reset
+        # to its default in a child: handle it here while the child starts
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none",
+                                     "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         deadline = time.monotonic() + 60
         while len(server.requests) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
