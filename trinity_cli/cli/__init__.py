@@ -26,8 +26,9 @@ from trinity_cli.errors import TrinityError, redact
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-# Usage errors are typer's click exceptions: its own copy of click since typer 0.2x, click itself
-# before. Both are reached through typer.BadParameter, so trinity never imports click.
+# Usage errors are typer's click exceptions, from the copy of click that typer carries (0.26+).
+# typer does not export their base class; typer.BadParameter reaches it, so trinity never
+# imports click.
 _ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 app = typer.Typer(
