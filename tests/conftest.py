@@ -29,7 +29,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def gguf_path() -> Path:
-    from trinity_cli.coordinator.embedded import embedded_model_path
+    from trinity_cli.embedded import embedded_model_path
 
     return embedded_model_path()
 

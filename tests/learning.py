@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity_cli.coordinator.base import Encoding
+from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Problem, Transcript
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.taskset import Task

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trinity_cli.coordinator.base import Encoding
+from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.head import Choice
+from trinity_cli.core.provider import Reply, Request
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.core.transcript import Transcript
-from trinity_cli.providers.base import Reply, Request
 
 
 @dataclass

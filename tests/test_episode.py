@@ -9,10 +9,10 @@ from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.events import EpisodeFinished, TextDelta, TurnFinished, TurnStarted
 from trinity_cli.core.head import PipelinePolicy
+from trinity_cli.core.provider import Prices
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import ProviderError
-from trinity_cli.providers.base import Prices
 
 T, W, V = Role.THINKER, Role.WORKER, Role.VERIFIER
 PROBLEM = Problem("Write add(a, b).", "def add(a, b):\n")

@@ -8,9 +8,9 @@ import pytest
 from wire.server import Scripted, WireServer, sse
 
 from trinity_cli.config import AgentSpec
+from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError, ProviderError
-from trinity_cli.providers.base import Request
 from trinity_cli.providers.gemini import GeminiProvider
 
 REQUEST = Request(Role.THINKER, "system prompt", "## Task\n\nreverse a list")

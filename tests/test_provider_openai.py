@@ -6,9 +6,9 @@ import pytest
 from conftest import free_port
 
 from trinity_cli.config import AgentSpec
+from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError, ProviderError
-from trinity_cli.providers.base import Request
 from trinity_cli.providers.openai_compat import OpenAIProvider
 
 REQUEST = Request(Role.THINKER, "You are terse.", "Name a prime number.")

@@ -10,9 +10,9 @@ import pytest
 from wire.server import Scripted, WireServer, openai_json, openai_stream
 
 from trinity_cli.config import AgentSpec
+from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ProviderError
-from trinity_cli.providers.base import Request
 from trinity_cli.providers.openai_compat import OpenAIProvider
 from trinity_cli.providers.retry import RetryingProvider
 

@@ -38,7 +38,7 @@ SIM_POOL = Path(__file__).resolve().parent.parent / "examples" / "sim-pool.toml"
 
 @pytest.fixture(scope="session")
 def sim(tmp_path_factory, coordinator, gguf_path):
-    from trinity_cli.coordinator.embedded import gguf_sha256
+    from trinity_cli.embedded import gguf_sha256
 
     root = tmp_path_factory.mktemp("sim")
     pool = parse_pool(SIM_POOL.read_text(), str(SIM_POOL))

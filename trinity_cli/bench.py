@@ -113,7 +113,7 @@ def raw_eval_child() -> None:
     """The child side of raw_eval_seconds: reads its job as JSON on stdin, prints seconds."""
     import llama_cpp as ll
 
-    from trinity_cli.coordinator.model import fill_batch, quiet_llama_logs
+    from trinity_cli.llamacpp import decode, quiet_llama_logs, spans
 
     job = json.load(sys.stdin)
     quiet_llama_logs()
@@ -135,10 +135,8 @@ def raw_eval_child() -> None:
     def once() -> float:
         ll.llama_memory_clear(ll.llama_get_memory(ctx), True)
         started = time.perf_counter()
-        for begin in range(0, len(tokens), size):
-            fill_batch(batch, tokens[begin : begin + size], begin, len(tokens) - 1 - begin)
-            if ll.llama_decode(ctx, batch) != 0:
-                raise SystemExit(2)
+        for begin, stop in spans(0, len(tokens), size):
+            decode(ctx, batch, tokens[begin:stop], begin, len(tokens) - 1 - begin)
         return time.perf_counter() - started
 
     once()

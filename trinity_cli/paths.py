@@ -29,6 +29,16 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("trinity"))
 
 
+def data_dir() -> Path:
+    """The user's own records: the run log, trained heads."""
+    root = home()
+    if root is not None:
+        return root / "data"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("trinity"))
+
+
 def shipped(name: str) -> Path:
     """A top-level folder of the repository (weights/, examples/) that the wheel ships inside
     the package; a source tree has it beside the package."""

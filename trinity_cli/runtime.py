@@ -27,14 +27,14 @@ class PolicyChoice:
 
 
 def coordinator_path(pool: Pool) -> Path:
-    from trinity_cli.coordinator.embedded import resolve_model
+    from trinity_cli.embedded import resolve_model
 
     return resolve_model(pool.coordinator.model)
 
 
 def backbone_of(pool: Pool, transcript_format: str = CURRENT_FORMAT.id) -> Backbone:
     """The run's coordinator side; new heads get the current transcript format."""
-    from trinity_cli.coordinator.embedded import EMBEDDED_NAME, gguf_sha256
+    from trinity_cli.embedded import EMBEDDED_NAME, gguf_sha256
 
     path = coordinator_path(pool)
     name = EMBEDDED_NAME if pool.coordinator.model == EMBEDDED else path.name

@@ -84,7 +84,7 @@ def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str
 
 def numerics_mismatches(meta: dict[str, Any], numerics: dict[str, Any]) -> list[str]:
     """How this run's coordinator numerics differ from those that produced the head's training
-    states (`coordinator.model.numerics`); a head from before they were recorded says nothing."""
+    states (`llamacpp.numerics`); a head from before they were recorded says nothing."""
     recorded = meta.get("numerics") or {}
     return [f"{key} {_show(recorded.get(key))} (head) vs {_show(value)} (here)"
             for key, value in numerics.items() if recorded and recorded.get(key) != value]

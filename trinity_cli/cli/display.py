@@ -16,7 +16,6 @@ from rich.live import Live
 from rich.text import Text
 
 from trinity_cli.core.budget import Budget
-from trinity_cli.core.episode import Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.events import (
     CheckFinished,
     EpisodeFinished,
@@ -25,6 +24,7 @@ from trinity_cli.core.events import (
     TurnFinished,
     TurnStarted,
 )
+from trinity_cli.core.records import Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.roles import ROLE_ORDER
 
 SCHEMA_VERSION = 1

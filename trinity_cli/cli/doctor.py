@@ -53,7 +53,7 @@ def _paths() -> dict[str, str]:
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:
     from trinity_cli.config import EMBEDDED
-    from trinity_cli.coordinator.model import default_threads
+    from trinity_cli.llamacpp import default_threads
 
     spec = pool_cfg.coordinator
     if spec.model == EMBEDDED:

@@ -26,7 +26,7 @@ How a decision is encoded (transcript format in `core.transcript`):
   attention: they cannot change it). A model whose graph has no `result_norm` falls back to
   embeddings mode.
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
-  (`use_extra_bufts = False`, as every model trinity loads: `coordinator/model.py`) and no
+  (`use_extra_bufts = False`, as every model trinity loads: `trinity_cli/llamacpp.py`) and no
   flash attention. With either on, the same token's state differs by up to ~5% (relative)
   depending on how the tokens were split into batches (flash attention is exact only when
   every batch has 64 tokens or more, too many for a cheap decision step). Batches of
@@ -58,11 +58,11 @@ from typing import Any
 
 import numpy as np
 
-from trinity_cli.coordinator.base import Encoding
-from trinity_cli.coordinator.model import default_threads, fill_batch, load_model, numerics
+from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
+from trinity_cli.llamacpp import decode, default_threads, load_model, numerics, spans
 
 DEFAULT_TOKEN_POSITION = -2
 
@@ -348,20 +348,15 @@ class LlamaCoordinator:
         allows), and the last one holds every output. Sequence 1 is scratch: not recorded."""
         if begin >= end:
             return
-        ll, batch, session = self._ll, self._batch, self._session
-        chunk = begin
-        while chunk < end:
-            stop = min(end, chunk + self.n_batch)
-            if 0 < end - stop < MIN_EXACT_BATCH:
-                stop = end - MIN_EXACT_BATCH
-            fill_batch(batch, tokens[chunk:stop], chunk, outputs_from - chunk, seq)
-            status = ll.llama_decode(session.ctx, batch)
-            if status != 0:
+        session = self._session
+        for chunk, stop in spans(begin, end, self.n_batch, MIN_EXACT_BATCH):
+            try:
+                decode(session.ctx, self._batch, tokens[chunk:stop], chunk, outputs_from - chunk, seq)
+            except RuntimeError:
                 self.reset()
-                raise RuntimeError(f"llama_decode failed with status {status}")
+                raise
             if seq == 0:
                 session.cached.extend(tokens[chunk:stop])
-            chunk = stop
 
     def configure(self, *, n_threads: int, n_batch: int) -> None:
         """Change threads and batch size (at most the context's) for what follows: `trinity bench`
@@ -382,7 +377,7 @@ class LlamaCoordinator:
             self._ll.llama_batch_free(self._batch)
             for session in self._sessions:
                 self._ll.llama_free(session.ctx)
-            self._sessions = []  # the model stays loaded for the process (coordinator/model.py)
+            self._sessions = []  # the model stays loaded for the process (trinity_cli/llamacpp.py)
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trinity_cli.coordinator.base import Encoding
+from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Transcript
 from trinity_cli.store import KeyValueStore
 
@@ -30,7 +30,7 @@ class MemoCoordinator:
     def __init__(self, inner, backbone_sha256: str, path: Path | None = None) -> None:
         self.inner = inner
         self.hidden_size = inner.hidden_size
-        produced_by = json.dumps(inner.numerics, sort_keys=True)  # see coordinator.model.numerics
+        produced_by = json.dumps(inner.numerics, sort_keys=True)  # see llamacpp.numerics
         self._prefix = f"{backbone_sha256}\0{produced_by}\0{inner.transcript_format}\0{inner.token_position}\0"
         self.numerics = inner.numerics
         self.memory: dict[str, np.ndarray] = {}

@@ -21,11 +21,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trinity_cli.core.budget import Budget, CallSpend
+from trinity_cli.core.coordinator import Coordinator, TurnStream
 from trinity_cli.core.events import (
     CheckFinished,
     EpisodeFinished,
@@ -36,9 +36,10 @@ from trinity_cli.core.events import (
     ignore,
 )
 from trinity_cli.core.head import Policy, pick, role_at
+from trinity_cli.core.provider import Prices, Provider, Reply, Request
+from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
-    ROLE_ORDER,
     SYSTEM_PROMPTS,
     Role,
     extract_code,
@@ -47,10 +48,6 @@ from trinity_cli.core.roles import (
 )
 from trinity_cli.core.transcript import Problem, Transcript, Turn
 from trinity_cli.errors import BudgetExceeded, ProviderError
-from trinity_cli.providers.base import Prices, Provider, Reply, Request
-
-if TYPE_CHECKING:
-    from trinity_cli.coordinator.base import Coordinator, TurnStream
 
 DEFAULT_MAX_TURNS = 5
 
@@ -59,14 +56,6 @@ ACCEPTED, TURN_LIMIT, NO_ANSWER = "accepted", "turn_limit", "no_answer"
 PROVIDER_ERROR, BUDGET, INTERRUPTED = "provider_error", "budget", "interrupted"
 TESTS_FAILED = "tests_failed"
 CHECK_NOTE_CHARS = 800  # how much of a test failure the transcript keeps
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """An answer's execution check: run by the caller (the sandbox), judged by the loop."""
-
-    passed: bool
-    summary: str
 
 
 AnswerCheck = Callable[[str], CheckOutcome]
@@ -88,42 +77,6 @@ class Agent:
         return self.prices.usd(request.prompt_bytes(), self.max_tokens)
 
 
-@dataclass(frozen=True)
-class Decision:
-    turn: int
-    agent_index: int
-    agent: str
-    role: Role
-    role_source: str  # "head" | "thinker"
-    agent_probs: tuple[float, ...]
-    role_probs: tuple[float, ...]
-    coordinator_seconds: float
-    coordinator_tokens: int
-
-    @property
-    def probability(self) -> float:
-        """The policy's probability of this (agent, role) choice."""
-        role_p = 1.0 if self.role_source == "thinker" else self.role_probs[ROLE_ORDER.index(self.role)]
-        return self.agent_probs[self.agent_index] * role_p
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    decision: Decision
-    text: str
-    answer: str | None
-    verdict: str | None
-    tokens_in: int
-    tokens_out: int
-    usd: float
-    usd_estimated: bool
-    seconds: float
-
-    def as_turn(self) -> Turn:
-        """The turn as the transcript keeps it."""
-        return Turn(self.decision.agent, self.decision.role, self.text, self.answer, self.verdict)
-
-
 @dataclass
 class EpisodeState:
     transcript: Transcript
@@ -142,22 +95,6 @@ class EpisodeState:
     @property
     def next_turn(self) -> int:
         return len(self.records) + 1
-
-
-@dataclass(frozen=True)
-class EpisodeResult:
-    verdict: str
-    answer: str | None
-    turns: tuple[TurnRecord, ...]
-    usd: float
-    error: str | None = None
-    check: CheckOutcome | None = None  # the final answer's execution check, when there was one
-
-    @property
-    def verifier_verdict(self) -> str | None:
-        """The last Verifier's own verdict, whatever the execution check said."""
-        verdicts = [t.verdict for t in self.turns if t.verdict is not None]
-        return verdicts[-1] if verdicts else None
 
 
 def new_state(problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS) -> EpisodeState:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from trinity_cli.core.episode import CheckOutcome, Decision, EpisodeResult, TurnRecord
+from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, TurnRecord
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ Usage (input and output tokens) comes from the message, or from the stream's eve
 from __future__ import annotations
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.providers.base import Prices, Reply, Request, RetryHook, Stopwatch, TextCallback
+from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
+from trinity_cli.providers.base import Stopwatch
 from trinity_cli.providers.errors import classify
 from trinity_cli.providers.keys import api_key
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.providers.base import Provider, Reply, Request, RetryHook, TextCallback
+from trinity_cli.core.provider import Provider, Reply, Request, RetryHook, TextCallback
 from trinity_cli.store import KeyValueStore
 
 

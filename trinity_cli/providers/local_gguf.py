@@ -11,7 +11,7 @@ the continuations " ACCEPT" and " REJECT" and reports the likelier one.
 (`tokenizer.chat_template`, with llama-cpp-python's Jinja2 formatter); a GGUF without one is a
 configuration error.
 
-The weights are the process's one load of the file (`coordinator/model.py`), shared with the
+The weights are the process's one load of the file (`trinity_cli/llamacpp.py`), shared with the
 coordinator when it runs on the same GGUF. Agents on the same file and context size share one
 llama.cpp context, one call at a time (a lock: concurrent episodes in train and eval take
 turns). Each call evaluates its prompt from scratch, so a call's reply depends only on the call
@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli.config import AgentSpec
-from trinity_cli.coordinator.embedded import resolve_model
-from trinity_cli.coordinator.model import Model, default_threads, fill_batch, load_model
+from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
 from trinity_cli.core.roles import Role
+from trinity_cli.embedded import resolve_model
 from trinity_cli.errors import ConfigError
-from trinity_cli.providers.base import Prices, Reply, Request, RetryHook, Stopwatch, TextCallback
+from trinity_cli.llamacpp import Model, decode, default_threads, load_model, spans
+from trinity_cli.providers.base import Stopwatch
 
 # HumanEval's stop sequences: a completed function ends where top-level code starts.
 WORKER_STOPS = ("\n```", "\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -63,13 +64,9 @@ class _Runtime:
 
     def evaluate(self, tokens: Sequence[int], position: int) -> None:
         """Evaluate `tokens` from `position` on (dropping the cache there), logits for the last."""
-        ll, batch = self._ll, self._batch
-        ll.llama_memory_seq_rm(self._memory, 0, position, -1)
-        for start in range(0, len(tokens), N_BATCH):
-            fill_batch(batch, tokens[start : start + N_BATCH], position + start, len(tokens) - 1 - start)
-            status = ll.llama_decode(self.ctx, batch)
-            if status != 0:
-                raise RuntimeError(f"llama_decode failed with status {status}")
+        self._ll.llama_memory_seq_rm(self._memory, 0, position, -1)
+        for start, stop in spans(0, len(tokens), N_BATCH):
+            decode(self.ctx, self._batch, tokens[start:stop], position + start, len(tokens) - 1 - start)
 
     def logprobs(self) -> Any:
         """Log-softmax of the logits of the last evaluated token."""

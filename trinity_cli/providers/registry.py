@@ -7,7 +7,8 @@ from importlib import import_module
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent
-from trinity_cli.providers.base import Prices, Provider, is_loopback
+from trinity_cli.core.provider import Prices, Provider
+from trinity_cli.providers.base import is_loopback
 from trinity_cli.providers.cache import CachingProvider, ResponseStore
 from trinity_cli.providers.retry import RetryingProvider
 from trinity_cli.tasks.taskset import Task

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 
 from trinity_cli.config import AgentSpec
+from trinity_cli.core.provider import Provider, Reply, Request, RetryHook, TextCallback
 from trinity_cli.errors import ProviderError
-from trinity_cli.providers.base import Provider, Reply, Request, RetryHook, TextCallback
 
 RETRYABLE = ("rate_limit", "server", "network")
 BACKOFF_BASE_S = 0.5

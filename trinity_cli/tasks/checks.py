@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trinity_cli.core.episode import CheckOutcome
+from trinity_cli.core.records import CheckOutcome
 from trinity_cli.errors import UsageError
 from trinity_cli.tasks.grading import Tests, grade
 from trinity_cli.tasks.sandbox import Limits

@@ -1,5 +1,5 @@
-"""llama.cpp models: one load per GGUF file per process, shared by the coordinator and the
-local agents, always with plain weights.
+"""llama.cpp through its C API: model load, batch fill and the decode loop, one module for the
+coordinator and the local agents. One load per GGUF file per process, always plain weights.
 
 Plain weights means no extra CPU buffer types (`use_extra_bufts = False`), for two measured
 reasons:
@@ -155,6 +155,28 @@ class Model:
         if not ctx:
             raise ConfigError(f"could not create a llama.cpp context (n_ctx={params.n_ctx}) for {self.path}")
         return ctx
+
+
+def spans(begin: int, end: int, size: int, min_last: int = 1) -> list[tuple[int, int]]:
+    """Cut [begin, end) into batches of at most `size` tokens; none after the first is shorter
+    than `min_last` when the span allows (small batches change llama.cpp's numerics)."""
+    cuts, chunk = [], begin
+    while chunk < end:
+        stop = min(end, chunk + size)
+        if 0 < end - stop < min_last:
+            stop = end - min_last
+        cuts.append((chunk, stop))
+        chunk = stop
+    return cuts
+
+
+def decode(ctx: Any, batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int, seq: int = 0) -> None:
+    """One llama_decode of `tokens` (at most the batch's size) at positions first_position...;
+    those from index `outputs_from` on are outputs."""
+    fill_batch(batch, tokens, first_position, outputs_from, seq)
+    status = _ll().llama_decode(ctx, batch)
+    if status != 0:
+        raise RuntimeError(f"llama_decode failed with status {status}")
 
 
 def fill_batch(batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int, seq: int = 0) -> None:

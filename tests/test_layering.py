@@ -1,0 +1,126 @@
+"""The architecture seen from the tree holds in the imports: each layer imports only the layers
+below it, `core/` imports nothing but itself and `errors`, and `core/` has no internal cycle.
+
+Every import counts: inside functions and under `TYPE_CHECKING` too. The planted tests show
+the check failing on a violation.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import trinity_cli
+
+PACKAGE = Path(trinity_cli.__file__).parent
+
+# What each package may import from trinity_cli besides itself; modules at the top level
+# (errors, paths, config, ...) are checked only where a package names them.
+ALLOWED = {
+    "core": {"errors"},
+    "providers": {"core", "errors", "paths", "config", "llamacpp", "embedded", "store", "tasks"},
+    "coordinator": {"core", "errors", "paths", "config", "llamacpp", "embedded", "store"},
+    "tasks": {"core", "errors", "paths", "store"},
+    "train": {"core", "errors", "paths", "store", "tasks", "providers", "coordinator", "config", "weights", "runtime"},
+}
+
+
+def imports_of(path: Path, package: Path) -> set[str]:
+    """The trinity_cli modules `path` imports, as dotted names below trinity_cli."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    here = path.relative_to(package).with_suffix("").parts
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = list(here[: len(here) - node.level])
+                module = ".".join(["trinity_cli", *base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.startswith("trinity_cli."):
+                dotted = name.removeprefix("trinity_cli.")
+                if (package / Path(*dotted.split("."))).with_suffix(".py").is_file() or (package / Path(*dotted.split("."))).is_dir():
+                    found.add(dotted)
+    return found
+
+
+def violations(package: Path) -> list[str]:
+    problems = []
+    graph: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package).with_suffix("").parts)
+        layer = module.split(".")[0]
+        targets = imports_of(path, package)
+        graph[module] = targets
+        if layer not in ALLOWED:
+            continue
+        for target in sorted(targets):
+            top = target.split(".")[0]
+            if top != layer and top not in ALLOWED[layer]:
+                problems.append(f"{module} imports {target}")
+    problems += [f"cycle in core: {' -> '.join(c)}" for c in core_cycles(graph)]
+    return problems
+
+
+def core_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    core = {m: {t for t in targets if t.startswith("core.") and t in graph} for m, targets in graph.items()
+            if m.startswith("core.")}
+    cycles, done = [], set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            cycles.append(trail[trail.index(module):] + [module])
+            return
+        if module in done:
+            return
+        for target in sorted(core.get(module, ())):
+            visit(target, trail + [module])
+        done.add(module)
+
+    for module in sorted(core):
+        visit(module, [])
+    return cycles
+
+
+def test_the_package_keeps_its_layers():
+    assert violations(PACKAGE) == []
+
+
+def test_core_owns_the_interfaces():
+    from trinity_cli.core import coordinator, provider
+
+    for name in ("Provider", "Request", "Reply", "Prices"):
+        assert hasattr(provider, name)
+    assert hasattr(coordinator, "Coordinator")
+
+
+def planted(tmp_path: Path, module: str, line: str) -> Path:
+    copy = tmp_path / "trinity_cli"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / module
+    target.write_text(target.read_text() + "\n" + line + "\n")
+    return copy
+
+
+def test_a_planted_import_under_type_checking_is_caught(tmp_path):
+    copy = planted(tmp_path, "core/events.py",
+                   "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trinity_cli.providers.base import is_loopback")
+    assert violations(copy) == ["core.events imports providers.base"]
+
+
+def test_a_planted_import_inside_a_function_is_caught(tmp_path):
+    copy = planted(tmp_path, "core/head.py", "def f():\n    from trinity_cli.cli import solve")
+    assert "core.head imports cli.solve" in violations(copy)
+
+
+def test_a_planted_cycle_in_core_is_caught(tmp_path):
+    copy = planted(tmp_path, "core/records.py", "from trinity_cli.core import episode")
+    assert any(p.startswith("cycle in core:") and "core.episode" in p and "core.records" in p
+               for p in violations(copy))

@@ -1,0 +1,72 @@
+"""What one episode produces: each decision, each finished turn, the execution check, the result.
+
+The loop (`core.episode`) makes them; the events (`core.events`) carry them to the display,
+`--jsonl` and the run log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trinity_cli.core.roles import ROLE_ORDER, Role
+from trinity_cli.core.transcript import Turn
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """An answer's execution check: run by the caller (the sandbox), judged by the loop."""
+
+    passed: bool
+    summary: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    turn: int
+    agent_index: int
+    agent: str
+    role: Role
+    role_source: str  # "head" | "thinker"
+    agent_probs: tuple[float, ...]
+    role_probs: tuple[float, ...]
+    coordinator_seconds: float
+    coordinator_tokens: int
+
+    @property
+    def probability(self) -> float:
+        """The policy's probability of this (agent, role) choice."""
+        role_p = 1.0 if self.role_source == "thinker" else self.role_probs[ROLE_ORDER.index(self.role)]
+        return self.agent_probs[self.agent_index] * role_p
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    decision: Decision
+    text: str
+    answer: str | None
+    verdict: str | None
+    tokens_in: int
+    tokens_out: int
+    usd: float
+    usd_estimated: bool
+    seconds: float
+
+    def as_turn(self) -> Turn:
+        """The turn as the transcript keeps it."""
+        return Turn(self.decision.agent, self.decision.role, self.text, self.answer, self.verdict)
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    verdict: str
+    answer: str | None
+    turns: tuple[TurnRecord, ...]
+    usd: float
+    error: str | None = None
+    check: CheckOutcome | None = None  # the final answer's execution check, when there was one
+
+    @property
+    def verifier_verdict(self) -> str | None:
+        """The last Verifier's own verdict, whatever the execution check said."""
+        verdicts = [t.verdict for t in self.turns if t.verdict is not None]
+        return verdicts[-1] if verdicts else None
