@@ -90,6 +90,41 @@ def test_a_failing_answer_at_the_end_is_tests_failed():
     assert result.verifier_verdict == "accept" and not result.check.passed
 
 
+BROKEN = "```python\ndef add(a, b):\n    return a +\n```"
+
+
+def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():
+    ran = []
+
+    def check(answer):
+        ran.append(answer)
+        return suite_from_problem(PROBLEM_TEXT).run(answer)
+
+    provider = ScriptedProvider([BROKEN, ACCEPT, RIGHT, ACCEPT])
+    result = run_episode(Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
+                         ScriptedPolicy(((0, W), (0, V), (0, W), (0, V))), max_turns=4, check=check)
+    assert result.verdict == "accepted" and len(result.turns) == 4
+    assert ran == [RIGHT.split("\n", 1)[1].removesuffix("```")]  # the broken answer was never executed
+    assert "[syntax check: the answer does not parse]" in provider.requests[2].user
+    assert "SyntaxError" in provider.requests[2].user
+
+
+@pytest.mark.parametrize("reply", [BROKEN, "I would use a loop over the items."])
+def test_a_final_answer_that_does_not_parse_is_tests_failed_even_without_tests(reply):
+    provider = ScriptedProvider([reply, ACCEPT])
+    result = run_episode(Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
+                         ScriptedPolicy(((0, W), (0, V))), max_turns=2)
+    assert result.verdict == "tests_failed" and result.verifier_verdict == "accept"
+    assert result.check.source == "syntax" and not result.check.passed
+
+
+def test_a_parsing_answer_without_tests_is_the_verifiers_call():
+    provider = ScriptedProvider([WRONG, ACCEPT])
+    result = run_episode(Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
+                         ScriptedPolicy(((0, W), (0, V))), max_turns=2)
+    assert result.verdict == "accepted" and result.check is None
+
+
 def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
     server = WireServer()
     try:
@@ -115,5 +150,14 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--no-tests", "-q")
         assert result.returncode == 0 and "a * b" in result.stdout  # no check: the Verifier decides alone
+
+        server.responses += [openai_stream(s) for s in ["plan", BROKEN, ACCEPT]]
+        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+                         "--no-tests", "--json")
+        assert result.returncode == 6, result.stderr  # even with --no-tests, an answer must parse
+        report = json.loads(result.stdout)
+        assert report["verdict"] == "tests_failed" and report["verifier_verdict"] == "accept"
+        assert report["tests"]["source"] == "syntax" and report["tests"]["passed"] is False
+        assert "SyntaxError" in report["tests"]["summary"] and "syntax FAILED" in result.stderr
     finally:
         server.close()

@@ -67,11 +67,13 @@ def turn_json(record: TurnRecord, agent_names: Sequence[str]) -> dict[str, Any]:
 def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any = None,
                  budget: Budget | None = None) -> dict[str, Any]:
     """`verdict` is the episode's; `verifier_verdict` the last Verifier's own; `tests` the final
-    answer's execution check (null without one; `passed` null when the answer was never run);
+    answer's execution check (null without one; `passed` null when the answer was never run;
+    source "syntax" when the answer does not parse, tests or not);
     `budget` the run's accounting, failed attempts that may have been billed included."""
-    tests = None
-    if suite is not None:
-        check = result.check
+    check, tests = result.check, None
+    if check is not None and check.source == "syntax":  # the answer did not parse: no test ran
+        tests = {"source": "syntax", "count": 1, "passed": False, "summary": check.summary}
+    elif suite is not None:
         tests = {"source": suite.source, "count": suite.count, "passed": None if check is None else check.passed,
                  "summary": None if check is None else check.summary}
     return {
@@ -103,8 +105,8 @@ class JsonlWriter:
         elif isinstance(event, TurnFinished):
             self._write({"event": "turn_end", **turn_json(event.record, self.names)})
         elif isinstance(event, CheckFinished):
-            self._write({"event": "check", "turn": event.turn, "passed": event.outcome.passed,
-                         "summary": event.outcome.summary})
+            self._write({"event": "check", "turn": event.turn, "source": event.outcome.source,
+                         "passed": event.outcome.passed, "summary": event.outcome.summary})
         elif isinstance(event, EpisodeFinished):
             final = episode_json(event.result, self.names, self.suite, self.budget)
             self._write({"event": "final", **final})
@@ -144,7 +146,7 @@ class TurnDisplay:
             self.spent += event.record.usd
             self.console.print(self._finished(event.record))
         elif isinstance(event, CheckFinished):
-            line = Text("         tests ", style="bold")
+            line = Text(f"         {event.outcome.source} ", style="bold")
             passed = event.outcome.passed
             line.append("passed" if passed else "FAILED", style="bold green" if passed else "bold red")
             if not passed:

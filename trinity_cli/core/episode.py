@@ -9,9 +9,10 @@ episodes in lock step with the same functions. The rules of the method live here
   (`role_source` = "thinker");
 - a malformed verdict is a rejection;
 - the final answer is the latest Worker answer;
-- given an execution check (`solve --tests`, or the problem's doctest examples), an ACCEPT
-  counts only when the answer passes it: otherwise the failure is appended to the Verifier's
-  turn, the loop goes on, and an episode that ends with a failing answer is `tests_failed`;
+- an ACCEPT counts only when the answer parses (`ast.parse`, nothing run) and, given an
+  execution check (`solve --tests`, or the problem's doctest examples), passes it: otherwise
+  the failure is appended to the Verifier's turn, the loop goes on, and an episode that ends
+  with a failing answer (or one that does not parse, tests or not) is `tests_failed`;
 - every attempt of an agent call, retries included, first reserves the call's worst case in
   the budget (`core.budget.CallSpend`); a refusal ends the episode with verdict `budget`.
 """
@@ -45,6 +46,7 @@ from trinity_cli.core.roles import (
     extract_code,
     parse_next_role,
     parse_verdict,
+    syntax_error,
 )
 from trinity_cli.core.transcript import Problem, Transcript, Turn
 from trinity_cli.errors import BudgetExceeded, ProviderError
@@ -86,7 +88,7 @@ class EpisodeState:
     role_override: Role | None = None
     verdict: str | None = None  # set when the episode ends
     error: str | None = None
-    checked: dict[str, CheckOutcome] = field(default_factory=dict)  # answer → its check
+    checked: dict[str, CheckOutcome | None] = field(default_factory=dict)  # answer → its check
 
     @property
     def done(self) -> bool:
@@ -172,8 +174,17 @@ def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnR
     return record
 
 
-def apply_check(state: EpisodeState, check: AnswerCheck) -> CheckOutcome | None:
-    """After an ACCEPT, or at the end: the answer must pass the execution check too.
+def check_answer(answer: str, check: AnswerCheck | None) -> CheckOutcome | None:
+    """An answer that does not parse fails without running anything; one that parses faces
+    the execution check, when there is one."""
+    error = syntax_error(answer)
+    if error is not None:
+        return CheckOutcome(False, error, source="syntax")
+    return None if check is None else check(answer)
+
+
+def apply_check(state: EpisodeState, check: AnswerCheck | None) -> CheckOutcome | None:
+    """After an ACCEPT, or at the end: the answer must parse, and pass the execution check.
 
     Returns the outcome when the check ran now (each answer is checked once)."""
     answer = state.transcript.latest_answer
@@ -181,12 +192,13 @@ def apply_check(state: EpisodeState, check: AnswerCheck) -> CheckOutcome | None:
         return None
     fresh = answer not in state.checked
     if fresh:
-        state.checked[answer] = check(answer)
+        state.checked[answer] = check_answer(answer, check)
     outcome = state.checked[answer]
-    if not outcome.passed:
+    if outcome is not None and not outcome.passed:
         if state.verdict == ACCEPTED:  # overruled: the next agents see why
             last = state.transcript.turns[-1]
-            note = f"{last.text}\n\n[execution check: the answer FAILED the tests]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
+            what = "does not parse" if outcome.source == "syntax" else "FAILED the tests"
+            note = f"{last.text}\n\n[{outcome.source} check: the answer {what}]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
             state.transcript = Transcript(state.transcript.problem, state.transcript.turns[:-1]
                                           + (Turn(last.agent, last.role, note, last.answer, "reject"),))
         state.verdict = TESTS_FAILED if len(state.records) >= state.max_turns else None
@@ -263,7 +275,7 @@ def run_episode(
             record = apply(state, decision, reply)
             if record is not None:
                 on_event(TurnFinished(record))
-            outcome = None if check is None else apply_check(state, check)
+            outcome = apply_check(state, check)
             if outcome is not None:
                 on_event(CheckFinished(decision.turn, outcome))
     except KeyboardInterrupt:

@@ -18,6 +18,7 @@ class CheckOutcome:
 
     passed: bool
     summary: str
+    source: str = "tests"  # "syntax": the answer did not parse, so no test ran
 
 
 @dataclass(frozen=True)

@@ -73,10 +73,10 @@ def parse_next_role(text: str) -> Role | None:
 
 
 def extract_code(text: str) -> str | None:
-    """The answer in a Worker reply: the last Python (or unlabelled) fenced block.
-
-    A reply without fences counts when it is valid Python that defines something, so a model
-    that answers with bare code is not thrown away. Prose gives None.
+    """The answer in a Worker reply: the last Python (or unlabelled) fenced block, or else the
+    whole reply. It is not parsed here: an answer that does not parse fails `syntax_error`, so
+    a Worker's prose or broken code is an answer that can never be accepted, not no answer.
+    An empty reply gives None.
     """
     blocks = [
         body for lang, body in _FENCE.findall(text) if lang.lower() in ("", "python", "py", "python3")
@@ -85,10 +85,15 @@ def extract_code(text: str) -> str | None:
     if blocks:
         return blocks[-1] + "\n"
     stripped = text.strip()
-    if re.search(r"^(def|class|import|from)\s", stripped, re.MULTILINE) is None:
-        return None
+    return stripped + "\n" if stripped else None
+
+
+def syntax_error(code: str) -> str | None:
+    """Why `code` is not Python (`ast.parse`, nothing executed), or None when it parses."""
     try:
-        ast.parse(stripped)
-    except (SyntaxError, ValueError):
-        return None
-    return stripped + "\n"
+        ast.parse(code)
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    except ValueError as exc:  # null bytes
+        return f"SyntaxError: {exc}"
+    return None
