@@ -18,7 +18,8 @@ _HOME = Path(tempfile.mkdtemp(prefix="trinity-tests-"))
 os.environ["TRINITY_HOME"] = str(_HOME / "home")
 os.environ["XDG_CONFIG_HOME"] = str(_HOME / "xdg-config")
 os.environ["XDG_CACHE_HOME"] = str(_HOME / "xdg-cache")
-os.environ.pop("TRINITY_POOL", None)
+for variable in ("TRINITY_POOL", "TRINITY_WEIGHTS"):
+    os.environ.pop(variable, None)
 for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
     os.environ.pop(key, None)
 

@@ -43,6 +43,15 @@ def test_a_good_pool_with_defaults_merged():
     assert pool.coordinator.n_ctx == 4096
 
 
+def test_token_param_defaults_by_endpoint_and_can_be_forced():
+    gpt, ollama = parse_pool(GOOD, "pool.toml").agents
+    assert (gpt.token_param, ollama.token_param) == ("max_completion_tokens", "max_tokens")
+    forced = parse_pool(GOOD.replace('stop = "###"', 'token_param = "max_completion_tokens"'), "pool.toml").agents[1]
+    assert forced.token_param == "max_completion_tokens"
+    local = parse_pool('[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "pool.toml").agents[0]
+    assert local.token_param is None
+
+
 @pytest.mark.parametrize(
     "text,fragment",
     [
@@ -54,6 +63,10 @@ def test_a_good_pool_with_defaults_merged():
         ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nprice_in=-1', "price_in must be zero or more"),
         ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_tokens=0', "max_tokens must be a positive integer"),
         ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmode="chat"', "applies to provider \"local\" only"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="o3"\ntoken_param="max_output_tokens"',
+         "agents[a].token_param is 'max_output_tokens'; use \"max_completion_tokens\" or \"max_tokens\""),
+        ('[[agents]]\nname="a"\nprovider="anthropic"\nmodel="m"\ntoken_param="max_tokens"',
+         "agents[a].token_param applies to provider \"openai\" only"),
         ('[defaults]\nbogus=1\n[[agents]]\nname="a"\nprovider="openai"\nmodel="m"', "unknown key defaults.bogus"),
         ('[coordinator]\ntoken_position=2\n[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "token_position"),
         ("title = 'x'", "unknown key title"),

@@ -13,11 +13,11 @@ from trinity_cli.core.head import LinearHead
 from trinity_cli.errors import ConfigError
 from trinity_cli.weights import (
     Backbone,
-    find_shipped,
     in_head_format,
     load_head,
     metadata_for,
     mismatches,
+    newest_fitting,
     read_metadata,
     save_head,
     shipped_dir,
@@ -79,7 +79,7 @@ def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
 
     assert shipped_dir().is_dir()
     pool = load_pool(None)
-    found = find_shipped(backbone_of(pool), pool)
+    found, _ = newest_fitting(shipped_dir(), backbone_of(pool), pool)
     assert found is not None
     meta = read_metadata(found)
     assert meta["trained"] is False and found.name == "default-offline.npz"  # the imitation head
@@ -93,7 +93,7 @@ def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
     assert not mismatches(meta, in_head_format(meta, backbone_of(pool)), pool)
     # the sim pool's head is found automatically in its (older) format as well
     sim = load_pool(str(Path(__file__).resolve().parent.parent / "examples" / "sim-pool.toml"))
-    assert find_shipped(backbone_of(sim), sim) == shipped_dir() / "sim-pool.npz"
+    assert newest_fitting(shipped_dir(), backbone_of(sim), sim)[0] == shipped_dir() / "sim-pool.npz"
 
 
 def test_the_suite_runs_against_the_installed_package_not_the_tree():

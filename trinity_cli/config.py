@@ -27,6 +27,7 @@ else:  # pragma: no cover
 PROVIDERS = ("openai", "anthropic", "gemini", "local", "sim")
 SIM_KEYS = ("skills", "default_skill", "thinker_boost", "verifier_accuracy", "seed")
 MODES = ("chat", "completion")
+TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")  # the request key that carries max_tokens
 EMBEDDED = "embedded"
 BUILTIN_POOL = "built-in offline default"
 
@@ -43,6 +44,7 @@ class AgentSpec:
     temperature: float | None = None  # None: the provider's default
     max_tokens: int = 512
     mode: str | None = None  # local: "completion" (base models) or "chat"
+    token_param: str | None = None  # openai: one of TOKEN_PARAMS; None: by endpoint (default_token_param)
     stop: tuple[str, ...] = ()
     n_ctx: int = 4096
     timeout_s: float = 120.0  # per attempt
@@ -63,6 +65,7 @@ class CoordinatorSpec:
     n_ctx: int = 8192
     n_threads: int | None = None
     token_position: int = -2
+    weights: str | None = None  # the head solve uses: a path (relative to the pool file) or a name
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,11 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
             raise bad("mode", "applies to provider \"local\" only")
         if raw["mode"] not in MODES:
             raise bad("mode", f"is {raw['mode']!r}; use \"chat\" or \"completion\"")
+    if "token_param" in raw:
+        if raw["provider"] != "openai":
+            raise bad("token_param", "applies to provider \"openai\" only")
+        if raw["token_param"] not in TOKEN_PARAMS:
+            raise bad("token_param", f"is {raw['token_param']!r}; use \"max_completion_tokens\" or \"max_tokens\"")
     if "stop" in raw:
         stop = raw["stop"]
         if isinstance(stop, str):
@@ -204,7 +212,15 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
         raise bad("seed", "must be an integer")
     if raw["provider"] == "local" and "mode" not in raw:
         raw["mode"] = "completion" if raw["model"] == EMBEDDED else "chat"
+    if raw["provider"] == "openai" and "token_param" not in raw:
+        raw["token_param"] = default_token_param(raw.get("base_url"))
     return AgentSpec(**raw)
+
+
+def default_token_param(base_url: str | None) -> str:
+    """OpenAI's own endpoint wants `max_completion_tokens` (its reasoning models refuse
+    `max_tokens`); llama.cpp server, Ollama and vLLM have long known only `max_tokens`."""
+    return "max_tokens" if base_url else "max_completion_tokens"
 
 
 def _probability(value: Any) -> bool:
@@ -217,6 +233,10 @@ def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
         if not isinstance(raw["model"], str) or not raw["model"]:
             raise ConfigError(f"{source}: coordinator.model must be a GGUF path or \"embedded\"")
         changes["model"] = raw["model"]
+    if "weights" in raw:
+        if not isinstance(raw["weights"], str) or not raw["weights"].strip():
+            raise ConfigError(f"{source}: coordinator.weights must be a head's path or name, or \"none\"")
+        changes["weights"] = _beside(source, raw["weights"])
     for key in ("n_ctx", "n_threads", "token_position"):
         if key in raw:
             value = raw[key]
@@ -228,3 +248,10 @@ def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
                 raise ConfigError(f"{source}: coordinator.token_position counts from the cue's end: use -1, -2, ...")
             changes[key] = value
     return CoordinatorSpec(**changes)
+
+
+def _beside(source: str, value: str) -> str:
+    """A path in the pool file means a path next to it, when one is there; else it stays as
+    written (a path from the working directory, a head's name, or "none")."""
+    nearby = Path(source).parent / Path(value).expanduser()
+    return str(nearby) if source != BUILTIN_POOL and nearby.exists() else value

@@ -5,6 +5,7 @@ Shared by `solve`, `train` and `eval`, so each command only parses flags and rep
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,16 @@ from typing import Any
 from trinity_cli.config import EMBEDDED, Pool
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import ConfigError
-from trinity_cli.weights import Backbone, find_shipped, in_head_format, load_head, mismatches
+from trinity_cli.weights import (
+    Backbone,
+    in_head_format,
+    load_head,
+    mismatches,
+    newest_fitting,
+    resolve,
+    shipped_dir,
+    user_heads_dir,
+)
 
 WEIGHTS_NONE = "none"
 
@@ -24,6 +34,10 @@ class PolicyChoice:
     source: str  # the weights file, or a description of the fallback
     meta: dict[str, Any] | None
     transcript_format: str  # how the coordinator must show transcripts to this policy
+    reason: str = ""  # why this one: which step of the precedence chose it
+
+    def as_json(self) -> dict[str, str]:
+        return {"source": self.source, "reason": self.reason}
 
 
 def coordinator_path(pool: Pool) -> Path:
@@ -42,34 +56,49 @@ def backbone_of(pool: Pool, transcript_format: str = CURRENT_FORMAT.id) -> Backb
 
 
 def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
-    """`--weights PATH` must fit (else exit 3); no flag: a fitting shipped head, else fallback.
+    """The head a run uses; the first step that gives one wins:
+
+    `--weights` > `TRINITY_WEIGHTS` > `[coordinator] weights` in the pool file (each a path or
+    a head's name, and it must fit, else exit 3; `none` is the fallback) > the newest user head
+    that fits the pool and coordinator > the newest shipped head that fits > the fallback
+    pipeline (with a warning).
 
     A head in any transcript format this version reads fits: the coordinator is then built for
     that format (`PolicyChoice.transcript_format`)."""
+    named = [(weights, "--weights"), (os.environ.get("TRINITY_WEIGHTS") or None, "TRINITY_WEIGHTS"),
+             (pool.coordinator.weights, f"[coordinator] weights in {pool.source}")]
+    value, given_by = next(((v, why) for v, why in named if v is not None), (None, ""))
+    if value is not None and value.lower() == WEIGHTS_NONE:
+        return _fallback(pool, f"{given_by} = none")
+    backbone = backbone_of(pool)
+    if value is not None:
+        return _fitting(resolve(value), backbone, pool, given_by)
+    counts = []
+    for directory, kind in ((user_heads_dir(), "user head"), (shipped_dir(), "shipped head")):
+        found, looked_at = newest_fitting(directory, backbone, pool)
+        if found is not None:
+            return _fitting(found, backbone, pool, f"the newest {kind} that fits this coordinator and pool")
+        counts.append(f"{looked_at} {kind}{'s' * (looked_at != 1)}")
+    reason = f"no head fits this coordinator and pool ({', '.join(counts)} looked at)"
+    warn(f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
+         "Train one with `trinity train`.")
+    return _fallback(pool, reason)
+
+
+def _fallback(pool: Pool, reason: str) -> PolicyChoice:
     from trinity_cli.core.head import PipelinePolicy
 
-    fallback = PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None,
-                            CURRENT_FORMAT.id)
-    if weights is not None and weights.lower() == WEIGHTS_NONE:
-        return fallback
-    backbone = backbone_of(pool)
-    if weights is None:
-        found = find_shipped(backbone, pool)
-        if found is None:
-            warn(
-                "no shipped head fits this coordinator and pool; using the fallback pipeline "
-                "(thinker → worker → verifier, agents in pool order). Train one with `trinity train`."
-            )
-            return fallback
-        path = found
-    else:
-        path = Path(weights).expanduser()
+    return PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None,
+                        CURRENT_FORMAT.id, reason)
+
+
+def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> PolicyChoice:
     head, meta = load_head(path)
     backbone = in_head_format(meta, backbone)
     problems = mismatches(meta, backbone, pool)
     if problems:
-        raise ConfigError(f"weights {path} do not fit this run: " + "; ".join(problems))
-    return PolicyChoice(head, str(path), meta, backbone.transcript_format)
+        raise ConfigError(f"weights {path} ({reason}) do not fit this run: " + "; ".join(problems))
+    return PolicyChoice(head, str(path), meta, backbone.transcript_format, reason)
 
 
 def warn_if_other_numerics(choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]) -> None:

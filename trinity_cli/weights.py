@@ -2,10 +2,9 @@
 
 The sidecar records what a head is only valid for: the backbone GGUF (name + sha256), hidden
 size, token position, transcript format, the agents in logit order (name, provider, model) and
-the role order, plus how it was trained. `solve` uses the shipped head that matches the run's
-coordinator and pool; when none does it warns once and falls back to the fixed pipeline
-(Thinker → Worker → Verifier, one round per agent in pool order), which `--weights none` asks
-for explicitly.
+the role order, plus how it was trained. Which head a run uses is decided in
+`runtime.choose_policy`; this module finds the heads that fit (`newest_fitting`) and resolves
+a head's name (`resolve`).
 """
 
 from __future__ import annotations
@@ -166,18 +165,36 @@ def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
     os.replace(tmp_meta, sidecar(path))
 
 
-def find_shipped(backbone: Backbone, pool: Pool) -> Path | None:
-    """The newest shipped head whose metadata fits this coordinator and pool (a head whose
-    metadata says `"auto_select": false` is used only when --weights names it)."""
-    directory = shipped_dir()
-    if not directory.is_dir():
-        return None
+def user_heads_dir() -> Path:
+    """Where `train` writes heads by default, and where `solve` looks for them."""
+    return paths.data_dir() / "heads"
+
+
+def newest_fitting(directory: Path, backbone: Backbone, pool: Pool) -> tuple[Path | None, int]:
+    """The newest head in `directory` whose metadata fits this coordinator and pool (a head
+    whose metadata says `"auto_select": false` is used only when named), and how many heads
+    were looked at."""
+    heads = sorted(directory.glob("*.npz")) if directory.is_dir() else []
     fitting = []
-    for path in sorted(directory.glob("*.npz")):
+    for path in heads:
         try:
             meta = read_metadata(path)
         except ConfigError:
             continue
         if meta.get("auto_select", True) and not mismatches(meta, in_head_format(meta, backbone), pool):
             fitting.append((str(meta.get("created", "")), path))
-    return max(fitting)[1] if fitting else None
+    return (max(fitting)[1] if fitting else None), len(heads)
+
+
+def resolve(value: str) -> Path:
+    """A head given by the user: an existing path wins, else a shipped head's name, else a
+    user head's name; anything else is exit 3 listing the names."""
+    path = Path(value).expanduser()
+    if path.exists():
+        return path
+    for directory in (shipped_dir(), user_heads_dir()):
+        named = directory / f"{value}.npz"
+        if "/" not in value and named.is_file():
+            return named
+    names = sorted({p.stem for d in (shipped_dir(), user_heads_dir()) if d.is_dir() for p in d.glob("*.npz")})
+    raise ConfigError(f"weights {value}: no such file, and no head of that name (names: {', '.join(names) or 'none'})")

@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,6 +33,7 @@ class WireServer:
     requests: list[dict] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0  # the most requests it was answering at once
+    check: Callable[[dict], Scripted | None] | None = None  # a validating server: its answer replaces the queue's
 
     def __post_init__(self) -> None:
         owner = self
@@ -46,7 +48,8 @@ class WireServer:
                 owner.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "json": json.loads(raw or b"{}")}
                 )
-                reply = owner.responses.pop(0) if owner.responses else Scripted(500, b'{"error": "no script"}')
+                refusal = owner.check(owner.requests[-1]["json"]) if owner.check else None
+                reply = refusal or (owner.responses.pop(0) if owner.responses else Scripted(500, b'{"error": "no script"}'))
                 with owner.lock:
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
@@ -100,16 +103,21 @@ def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
     return out
 
 
-def openai_stream(text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float = 0.0) -> Scripted:
-    """An OpenAI chat-completions stream of `text` in `pieces` chunks, with a usage chunk."""
+def openai_stream(text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float = 0.0,
+                  reasoning_tokens: int | None = None) -> Scripted:
+    """An OpenAI chat-completions stream of `text` in `pieces` chunks, with a usage chunk; as
+    OpenAI does, `reasoning_tokens` count inside completion_tokens too."""
     cuts = [len(text) * i // pieces for i in range(pieces + 1)]
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     events = [
         (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text[a:b]}, "finish_reason": None}]})
         for a, b in itertools.pairwise(cuts)
     ]
-    events.append((None, {**base, "choices": [], "usage": {"prompt_tokens": tokens_in, "completion_tokens": max(1, len(text) // 4),
-                                                           "total_tokens": tokens_in + max(1, len(text) // 4)}}))
+    tokens_out = max(1, len(text) // 4) + (reasoning_tokens or 0)
+    usage: dict = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    events.append((None, {**base, "choices": [], "usage": usage}))
     return Scripted(200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream", chunk_gap_s=gap_s)
 
 
@@ -119,3 +127,26 @@ def openai_json(text: str, tokens_in: int = 20) -> Scripted:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": tokens_in, "completion_tokens": 5, "total_tokens": tokens_in + 5}}
     return Scripted(200, json.dumps(body).encode())
+
+
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def openai_reasoning_check(body: dict) -> Scripted | None:
+    """A `WireServer.check` that refuses what OpenAI refuses for its reasoning models (o1, o3,
+    o4, gpt-5): `max_tokens`, and a temperature other than the default 1. Same status, same body."""
+    if not str(body.get("model", "")).startswith(REASONING_PREFIXES):
+        return None
+    if "max_tokens" in body:
+        return openai_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                            "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+    if body.get("temperature", 1) != 1:
+        return openai_error(f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                            "model. Only the default (1) value is supported.", "temperature", "unsupported_value")
+    return None
+
+
+def openai_error(message: str, param: str, code: str, status: int = 400) -> Scripted:
+    """OpenAI's error body for a refused request."""
+    error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    return Scripted(status, json.dumps({"error": error}).encode())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,7 +13,10 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 HELP = """List the pool's agents and whether each is usable: key present, server reachable,
-model file present. Exit 0 when every agent is usable, 3 otherwise (or on a bad pool file)."""
+model file present; and which head `trinity solve` would route with, and why (--weights >
+TRINITY_WEIGHTS > [coordinator] weights in the pool file > the newest user head that fits >
+the newest shipped head that fits > the fallback pipeline). Exit 0 when every agent is usable,
+3 otherwise (or on a bad pool file)."""
 
 
 def pool(
@@ -25,11 +28,25 @@ def pool(
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
+    policy = policy_json(pool_cfg)
     if json_out:
-        print(json.dumps({"source": pool_cfg.source, "agents": [c.as_json() for c in checks]}, indent=2))
+        print(json.dumps({"source": pool_cfg.source, "agents": [c.as_json() for c in checks], "policy": policy},
+                         indent=2))
     else:
         stderr.print(agent_table(f"pool: {pool_cfg.source}", checks))
+        stderr.print(f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False, highlight=False)
     return 0 if all(c.usable for c in checks) else 3
+
+
+def policy_json(pool_cfg: Any) -> dict[str, str | None]:
+    """Which head solve would use and why; a head that cannot be used says why instead."""
+    from trinity_cli.errors import ConfigError
+    from trinity_cli.runtime import choose_policy
+
+    try:
+        return choose_policy(pool_cfg, None, warn=lambda msg: None).as_json()
+    except ConfigError as exc:
+        return {"source": None, "reason": f"solve would stop: {exc.message}"}
 
 
 def agent_table(title: str, checks: list) -> Table:

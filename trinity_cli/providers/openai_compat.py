@@ -2,15 +2,42 @@
 
 When a caller watches the text (`on_text`), streams with `stream_options.include_usage`; a server that sends no usage chunk gets an
 estimate and the reply is flagged `usd_estimated`. A loopback `base_url` needs no key.
+
+OpenAI's reasoning models (o1, o3, o4, gpt-5) refuse `max_tokens` and any temperature but the
+default: the length limit goes out as the agent's `token_param` (`max_completion_tokens` on
+OpenAI's own endpoint) and their temperature is left out, with one warning per agent. Their
+reasoning tokens are part of `completion_tokens`, so they are billed as output.
 """
 
 from __future__ import annotations
 
-from trinity_cli.config import AgentSpec
+import sys
+from typing import Any
+
+from trinity_cli.config import AgentSpec, default_token_param
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
 from trinity_cli.providers.base import Stopwatch, estimate_tokens
 from trinity_cli.providers.errors import classify
 from trinity_cli.providers.keys import api_key
+
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+_warned: set[str] = set()  # agents already warned about a dropped temperature, in this process
+
+
+def is_reasoning_model(model: str) -> bool:
+    return model.lower().startswith(REASONING_PREFIXES)
+
+
+def request_params(spec: AgentSpec) -> dict[str, Any]:
+    """Everything the chat-completions call carries besides the messages and streaming."""
+    params: dict[str, Any] = {
+        "model": spec.model,
+        spec.token_param or default_token_param(spec.base_url): spec.max_tokens,
+        "stop": list(spec.stop) or None,
+    }
+    if spec.temperature is not None and not is_reasoning_model(spec.model):
+        params["temperature"] = spec.temperature
+    return params
 
 
 class OpenAIProvider:
@@ -18,6 +45,10 @@ class OpenAIProvider:
         import openai
 
         self.spec = spec
+        if spec.temperature is not None and is_reasoning_model(spec.model) and spec.name not in _warned:
+            _warned.add(spec.name)
+            sys.stderr.write(f"warning: agent {spec.name!r}: {spec.model} is a reasoning model that takes only its "
+                             f"default temperature; temperature = {spec.temperature:g} from the pool is not sent\n")
         self.prices = Prices(spec.price_in, spec.price_out)
         key = api_key(spec, default_env="OPENAI_API_KEY")
         self._client = openai.OpenAI(
@@ -35,11 +66,7 @@ class OpenAIProvider:
         ]
         parts: list[str] = []
         usage = None
-        common = dict(
-            model=self.spec.model, messages=messages, max_tokens=self.spec.max_tokens,
-            stop=list(self.spec.stop) or None,
-            **({"temperature": self.spec.temperature} if self.spec.temperature is not None else {}),
-        )
+        common = dict(messages=messages, **request_params(self.spec))
         try:
             if on_text is None:  # nobody watches: one plain request
                 response = self._client.chat.completions.create(**common)  # type: ignore[call-overload]
@@ -60,7 +87,7 @@ class OpenAIProvider:
         except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         text = "".join(parts)
-        if usage is not None and usage.prompt_tokens is not None:
+        if usage is not None and usage.prompt_tokens is not None:  # completion_tokens includes reasoning tokens
             tokens_in, tokens_out, estimated = usage.prompt_tokens, usage.completion_tokens or 0, False
         else:
             tokens_in = estimate_tokens(request.system + request.user)

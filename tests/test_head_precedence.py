@@ -1,0 +1,144 @@
+"""Which head a run routes with: --weights > TRINITY_WEIGHTS > [coordinator] weights in the pool
+file > the newest user head that fits > the newest shipped head that fits > the fallback
+pipeline; each step shown winning over the ones after it, and `trinity pool` saying which and why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_cli import EXAMPLES, trinity
+
+from trinity_cli.config import load_pool
+from trinity_cli.errors import ConfigError
+from trinity_cli.runtime import choose_policy
+from trinity_cli.weights import shipped_dir, user_heads_dir
+
+SIM_POOL = EXAMPLES / "sim-pool.toml"
+SHIPPED_SIM = shipped_dir() / "sim-pool.npz"
+
+
+def copy_head(to: Path, created: str = "2030-01-01T00:00:00+00:00") -> Path:
+    """A copy of the shipped sim-pool head (it fits the sim pool), dated `created`."""
+    to.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SHIPPED_SIM, to)
+    meta = json.loads(SHIPPED_SIM.with_suffix(".json").read_text())
+    to.with_suffix(".json").write_text(json.dumps({**meta, "created": created}))
+    return to
+
+
+@pytest.fixture
+def heads(tmp_path, monkeypatch, gguf_path):
+    monkeypatch.setenv("TRINITY_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TRINITY_WEIGHTS", raising=False)
+    pool_dir = tmp_path / "pools"
+    pool_dir.mkdir()
+    return pool_dir
+
+
+def sim_pool(pool_dir: Path, weights: str | None = None):
+    text = SIM_POOL.read_text()
+    if weights is not None:
+        text += f'\n[coordinator]\nweights = "{weights}"\n'
+    path = pool_dir / "sim.toml"
+    path.write_text(text)
+    return load_pool(str(path))
+
+
+def choose(pool, weights=None):
+    warnings = []
+    choice = choose_policy(pool, weights, warnings.append)
+    return choice, warnings
+
+
+def test_each_step_wins_over_the_ones_after_it(heads, tmp_path, monkeypatch):
+    pool_dir = heads
+    pool = sim_pool(pool_dir)
+    choice, warnings = choose(pool)  # nothing of the user's: the shipped head that fits
+    assert choice.source == str(SHIPPED_SIM) and "shipped head" in choice.reason and not warnings
+
+    copy_head(user_heads_dir() / "older.npz", "2029-01-01T00:00:00+00:00")
+    newest = copy_head(user_heads_dir() / "newer.npz", "2031-01-01T00:00:00+00:00")
+    choice, _ = choose(pool)
+    assert choice.source == str(newest) and "user head" in choice.reason
+
+    in_pool = copy_head(pool_dir / "mine.npz")  # a relative path in the pool file is beside it
+    pool = sim_pool(pool_dir, "mine.npz")
+    choice, _ = choose(pool)
+    assert choice.source == str(in_pool) and "[coordinator] weights" in choice.reason
+
+    from_env = copy_head(tmp_path / "env.npz")
+    monkeypatch.setenv("TRINITY_WEIGHTS", str(from_env))
+    choice, _ = choose(pool)
+    assert choice.source == str(from_env) and choice.reason == "TRINITY_WEIGHTS"
+
+    flag = copy_head(tmp_path / "flag.npz")
+    choice, _ = choose(pool, str(flag))
+    assert choice.source == str(flag) and choice.reason == "--weights"
+
+    choice, _ = choose(pool, "none")  # none at the first step that speaks: the fallback
+    assert choice.source.startswith("fallback") and choice.reason == "--weights = none"
+    monkeypatch.setenv("TRINITY_WEIGHTS", "none")
+    choice, _ = choose(pool)
+    assert choice.source.startswith("fallback") and choice.reason == "TRINITY_WEIGHTS = none"
+
+
+def test_user_heads_that_do_not_fit_are_passed_over_but_a_named_one_must_fit(heads):
+    other = load_pool(None)  # the default pool: the sim head does not fit it
+    copy_head(user_heads_dir() / "sim.npz")
+    choice, _ = choose(other)
+    assert "user head" not in choice.reason and choice.source != str(user_heads_dir() / "sim.npz")
+    with pytest.raises(ConfigError, match="do not fit this run"):
+        choose(other, str(user_heads_dir() / "sim.npz"))
+
+
+def test_no_fitting_head_is_the_fallback_with_a_warning_that_says_why(heads):
+    pool_dir = heads
+    (pool_dir / "two.toml").write_text('[[agents]]\nname = "x"\nprovider = "openai"\nmodel = "m"\n'
+                                       'base_url = "http://127.0.0.1:9/v1"\n')
+    choice, warnings = choose(load_pool(str(pool_dir / "two.toml")))
+    assert choice.source.startswith("fallback")
+    assert "no head fits" in choice.reason and "0 user heads" in choice.reason
+    assert len(warnings) == 1 and "fallback pipeline" in warnings[0]
+
+
+def test_a_head_is_named_by_path_first_then_by_shipped_or_user_name(heads):
+    pool_dir = heads
+    pool = sim_pool(pool_dir)
+    assert choose(pool, "sim-pool")[0].source == str(SHIPPED_SIM)
+    mine = copy_head(user_heads_dir() / "my-head.npz")
+    assert choose(pool, "my-head")[0].source == str(mine)
+    with pytest.raises(ConfigError, match=r"no head of that name \(names: .*my-head.*sim-pool"):
+        choose(pool, "nosuch")
+
+
+def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(workdir):
+    from trinity_cli.tasks.taskset import load_humaneval
+
+    tasks = load_humaneval()[:10]
+    (workdir / "tasks.jsonl").write_text("".join(json.dumps({
+        "task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+        "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
+    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1", "--generations", "1",
+             "--popsize", "2", "--batch-size", "2", "--project", "2", "-q"]
+    assert trinity("train", *flags).returncode == 0
+    first = user_heads_dir() / "sim-pool-tasks.npz"
+    assert first.is_file() and not (workdir / "sim-pool-tasks.npz").exists()
+    assert trinity("train", *flags).returncode == 0  # never over an earlier head
+    second = user_heads_dir() / "sim-pool-tasks-2.npz"
+    assert second.is_file()
+
+    report = json.loads(trinity("pool", "--pool", str(SIM_POOL), "--json").stdout)
+    assert report["policy"]["source"] in (str(first), str(second))
+    assert "user head" in report["policy"]["reason"]
+    shown = trinity("pool", "--pool", str(SIM_POOL))
+    assert "policy: " + report["policy"]["source"] in " ".join(shown.stderr.split())
+
+
+def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
+    (workdir / "h.ckpt").write_bytes(b"an unfinished run")
+    result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--generations", "1")
+    assert result.returncode == 3 and "holds an unfinished run: --resume continues it" in result.stderr
+    assert (workdir / "h.ckpt").read_bytes() == b"an unfinished run"
