@@ -174,11 +174,15 @@ def test_bad_pool_toml_exits_3(workdir):
 
 
 def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
-    (workdir / "bad.npz").write_bytes(b"garbage")
-    (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3, "cannot be read")
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"), 3, "weights file not found")
     shipped = Path(__import__("trinity_cli.weights", fromlist=["x"]).shipped_dir()) / "default-offline.npz"
+    (workdir / "bad.npz").write_bytes(b"garbage")  # metadata that fits, arrays that do not load
+    (workdir / "bad.json").write_text(shipped.with_suffix(".json").read_text())
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3, "cannot be read")
+    (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
+                         "do not fit this run")
+    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"), 3,
+                         "no such file, and no head of that name")
     (workdir / "one.toml").write_text('[[agents]]\nname="solo"\nprovider="local"\nmodel="embedded"\n')
     assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)), 3,
                          "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [solo=local:embedded]")

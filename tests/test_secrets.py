@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import uuid
 from pathlib import Path
@@ -58,6 +59,12 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
         assert "Traceback" not in result.stderr
     artifacts = [p for p in [*home.rglob("*"), *tmp_path.glob("*")] if p.is_file()]
     assert any(p.name == "responses.sqlite" for p in artifacts) and any(p.suffix == ".ckpt" for p in artifacts)
+    run_log = home / "data" / "runs.sqlite"  # the run log, the echoed key in its stored error included
+    db = sqlite3.connect(run_log)
+    assert [r[0] for r in db.execute("SELECT command FROM runs ORDER BY id")] == ["solve", "solve", "train"]
+    assert "***" in db.execute("SELECT error FROM runs WHERE id = 1").fetchone()[0]
+    db.close()
+    assert run_log in artifacts
     for path in artifacts:
         assert KEY.encode() not in path.read_bytes(), path
 

@@ -20,6 +20,7 @@ from trinity_cli.weights import (
     load_head,
     mismatches,
     newest_fitting,
+    read_metadata,
     resolve,
     shipped_dir,
     user_heads_dir,
@@ -35,9 +36,6 @@ class PolicyChoice:
     meta: dict[str, Any] | None
     transcript_format: str  # how the coordinator must show transcripts to this policy
     reason: str = ""  # why this one: which step of the precedence chose it
-
-    def as_json(self) -> dict[str, str]:
-        return {"source": self.source, "reason": self.reason}
 
 
 def coordinator_path(pool: Pool) -> Path:
@@ -55,7 +53,23 @@ def backbone_of(pool: Pool, transcript_format: str = CURRENT_FORMAT.id) -> Backb
     return Backbone(name, gguf_sha256(path), pool.coordinator.token_position, transcript_format)
 
 
-def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
+FALLBACK = "fallback pipeline (thinker → worker → verifier)"
+
+
+@dataclass(frozen=True)
+class HeadChoice:
+    """Which head a run will use and why, decided from metadata alone (no arrays loaded)."""
+
+    path: Path | None  # None: the fallback pipeline
+    reason: str  # which step of the precedence chose it
+    meta: dict[str, Any] | None = None
+    transcript_format: str = CURRENT_FORMAT.id
+
+    def as_json(self) -> dict[str, str]:
+        return {"source": FALLBACK if self.path is None else str(self.path), "reason": self.reason}
+
+
+def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> HeadChoice:
     """The head a run uses; the first step that gives one wins:
 
     `--weights` > `TRINITY_WEIGHTS` > `[coordinator] weights` in the pool file (each a path or
@@ -64,12 +78,12 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     pipeline (with a warning).
 
     A head in any transcript format this version reads fits: the coordinator is then built for
-    that format (`PolicyChoice.transcript_format`)."""
+    that format (`HeadChoice.transcript_format`)."""
     named = [(weights, "--weights"), (os.environ.get("TRINITY_WEIGHTS") or None, "TRINITY_WEIGHTS"),
              (pool.coordinator.weights, f"[coordinator] weights in {pool.source}")]
     value, given_by = next(((v, why) for v, why in named if v is not None), (None, ""))
     if value is not None and value.lower() == WEIGHTS_NONE:
-        return _fallback(pool, f"{given_by} = none")
+        return HeadChoice(None, f"{given_by} = none")
     backbone = backbone_of(pool)
     if value is not None:
         return _fitting(resolve(value), backbone, pool, given_by)
@@ -82,23 +96,29 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
     reason = f"no head fits this coordinator and pool ({', '.join(counts)} looked at)"
     warn(f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
          "Train one with `trinity train`.")
-    return _fallback(pool, reason)
+    return HeadChoice(None, reason)
 
 
-def _fallback(pool: Pool, reason: str) -> PolicyChoice:
-    from trinity_cli.core.head import PipelinePolicy
-
-    return PolicyChoice(PipelinePolicy(len(pool.agents)), "fallback pipeline (thinker → worker → verifier)", None,
-                        CURRENT_FORMAT.id, reason)
-
-
-def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> PolicyChoice:
-    head, meta = load_head(path)
+def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadChoice:
+    meta = read_metadata(path) if path.is_file() else None
+    if meta is None:
+        raise ConfigError(f"weights file not found: {path}")
     backbone = in_head_format(meta, backbone)
     problems = mismatches(meta, backbone, pool)
     if problems:
         raise ConfigError(f"weights {path} ({reason}) do not fit this run: " + "; ".join(problems))
-    return PolicyChoice(head, str(path), meta, backbone.transcript_format, reason)
+    return HeadChoice(path, reason, meta, backbone.transcript_format)
+
+
+def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
+    """`find_head`, loaded: the head's arrays, or the fallback pipeline."""
+    from trinity_cli.core.head import PipelinePolicy
+
+    found = find_head(pool, weights, warn)
+    if found.path is None:
+        return PolicyChoice(PipelinePolicy(len(pool.agents)), FALLBACK, None, found.transcript_format, found.reason)
+    head, meta = load_head(found.path)
+    return PolicyChoice(head, str(found.path), meta, found.transcript_format, found.reason)
 
 
 def warn_if_other_numerics(choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]) -> None:

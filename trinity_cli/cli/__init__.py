@@ -18,6 +18,7 @@ from trinity_cli import __version__
 from trinity_cli.cli import bench as bench_command
 from trinity_cli.cli import doctor as doctor_command
 from trinity_cli.cli import eval as eval_command
+from trinity_cli.cli import logs as logs_command
 from trinity_cli.cli import pool as pool_command
 from trinity_cli.cli import solve as solve_command
 from trinity_cli.cli import train as train_command
@@ -34,9 +35,10 @@ _ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if
 app = typer.Typer(
     name="trinity",
     help="An evolved LLM coordinator for coding tasks: a tiny trained head on a small GGUF "
-    "model picks, each turn, one model from your pool and one role (thinker, worker, verifier).",
+    "model picks, each turn, one model from your pool and one role (thinker, worker, verifier). "
+    "Tab completion: --install-completion. NO_COLOR=1 turns colour off.",
     invoke_without_command=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
@@ -67,6 +69,7 @@ app.command("train", help=train_command.HELP)(train_command.train)
 app.command("eval", help=eval_command.HELP)(eval_command.eval_command)
 app.command("bench", help=bench_command.HELP)(bench_command.bench)
 app.command("doctor", help=doctor_command.HELP)(doctor_command.doctor)
+app.add_typer(logs_command.app, name="logs")
 
 
 def exit_now(code: int) -> None:
@@ -86,7 +89,7 @@ def _usage_line(exc: Exception) -> str:
     if ctx is not None:
         command = ctx.command_path
     else:  # some parser errors carry no context: the command is the first argument, if it is one
-        names = {c.name for c in app.registered_commands}
+        names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
         command = "trinity" + (f" {sys.argv[1]}" if len(sys.argv) > 1 and sys.argv[1] in names else "")
     return f"{message} (see `{command} --help`)"
 

@@ -44,11 +44,14 @@ def doctor(
     return 0 if usable else 3
 
 
-def _paths() -> dict[str, str]:
+def _paths() -> dict[str, Any]:
     from trinity_cli import paths
+    from trinity_cli.runlog import default_path
 
+    log = default_path()
     return {"config": str(paths.config_dir()), "cache": str(paths.cache_dir()),
-            "logs": "none: progress and errors go to stderr; train writes OUT.csv and OUT.ckpt beside --out"}
+            "run_log": {"path": str(log), "bytes": log.stat().st_size if log.is_file() else None},
+            "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes OUT.csv and OUT.ckpt beside --out"}
 
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:
@@ -92,4 +95,7 @@ def _print(report: dict[str, Any], checks: list) -> None:
                  f"llama-cpp-python {c['llama_cpp_python']}", highlight=False)
     stderr.print("\n[bold]paths[/]", highlight=False)
     for name, where in report["paths"].items():
+        if name == "run_log":
+            size = "not created yet" if where["bytes"] is None else f"{where['bytes']:,} bytes"
+            where = f"{where['path']} ({size})"
         stderr.print(f"  {name:7} {where}", highlight=False, markup=False)

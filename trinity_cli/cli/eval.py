@@ -15,7 +15,10 @@ tasks overlap the head's training split. --json prints the same data as one obje
 
 With --budget-usd every row's agent calls (the oracle's many plans too) share that budget; at
 the first call it refuses, eval stops and exits 5 with the rows finished so far, marked
-partial."""
+partial.
+
+The run is written to the run log as one summary row (see `trinity logs`), also when it stops
+early; --no-log or TRINITY_NO_LOG=1 turns that off."""
 
 
 def eval_command(
@@ -32,11 +35,15 @@ def eval_command(
     budget_usd: Annotated[float | None, typer.Option(
         "--budget-usd", min=0.0, help="Stop before spend could exceed this (exit 5, rows so far)."
     )] = None,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
 ) -> int:
     from trinity_cli.config import load_pool
     from trinity_cli.core.budget import Budget
     from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
+        check_offline,
         check_prices,
         choose_policy,
         memo_coordinator,
@@ -48,6 +55,8 @@ def eval_command(
     from trinity_cli.train.fitness import default_workers
 
     pool_cfg = load_pool(pool)
+    if offline:
+        check_offline(pool_cfg)
     if budget_usd is not None:
         check_prices(pool_cfg)
     choice = choose_policy(pool_cfg, weights, warn=lambda msg: None)
@@ -66,11 +75,15 @@ def eval_command(
         warn_if_other_numerics(choice, coordinator,
                                lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
     budget = Budget(budget_usd)
-    report = evaluate(chosen, agents, coordinator, choice.policy, caches.grader,
-                      max_turns=max_turns, samples=sample, seed=seed, workers=workers,
-                      budget=budget)
-    rows = report.pop("_rows")
-    report["split"] = split
+    settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd}
+    with summary_row("eval", f"{tasks}:{split}", pool_cfg, choice.source, settings, enabled=not disabled(no_log),
+                     warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged:
+        report = evaluate(chosen, agents, coordinator, choice.policy, caches.grader,
+                          max_turns=max_turns, samples=sample, seed=seed, workers=workers,
+                          budget=budget)
+        rows = report.pop("_rows")
+        report["split"] = split
+        logged.done("budget" if report["partial"] else "completed", budget.spent_usd, report, report["error"])
     if json_out:
         print(json.dumps(report, indent=2))
     else:

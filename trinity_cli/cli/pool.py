@@ -38,13 +38,13 @@ def pool(
     return 0 if all(c.usable for c in checks) else 3
 
 
-def policy_json(pool_cfg: Any) -> dict[str, str | None]:
+def policy_json(pool_cfg: Any) -> dict[str, Any]:
     """Which head solve would use and why; a head that cannot be used says why instead."""
     from trinity_cli.errors import ConfigError
-    from trinity_cli.runtime import choose_policy
+    from trinity_cli.runtime import find_head
 
     try:
-        return choose_policy(pool_cfg, None, warn=lambda msg: None).as_json()
+        return find_head(pool_cfg, None, warn=lambda msg: None).as_json()
     except ConfigError as exc:
         return {"source": None, "reason": f"solve would stop: {exc.message}"}
 

@@ -27,7 +27,10 @@ the sandbox; a failing answer at the end is verdict tests_failed (exit 6). --no-
 
 Weights: by default the shipped head that fits the coordinator and pool (the head shipped for
 the offline default pool is UNTRAINED at this version: see its metadata); when none fits, the
-fallback pipeline thinker -> worker -> verifier. --weights none forces the fallback."""
+fallback pipeline thinker -> worker -> verifier. --weights none forces the fallback.
+
+Every run is written to the run log as it happens (see `trinity logs`); --no-log or
+TRINITY_NO_LOG=1 turns that off. A log that cannot be written costs a warning, never the run."""
 
 MAX_PROBLEM_BYTES = 1_000_000
 EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, "no_answer": 6,
@@ -48,6 +51,7 @@ def solve(
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network.")] = False,
     tests: Annotated[Path | None, typer.Option("--tests", help="Test file the answer must pass (asserts or test_* functions).")] = None,
     no_tests: Annotated[bool, typer.Option("--no-tests", help="No execution check, not even the problem's examples.")] = False,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
 ) -> int:
     from trinity_cli.cli.display import JsonlWriter, TurnDisplay, episode_json, fan_out
     from trinity_cli.config import load_pool
@@ -56,6 +60,7 @@ def solve(
     from trinity_cli.core.transcript import Problem
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runlog import RunLogSink, disabled
     from trinity_cli.runtime import (
         build_coordinator,
         check_offline,
@@ -82,12 +87,16 @@ def solve(
     coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
     warn_if_other_numerics(choice, coordinator, warn)
     sinks: list[Callable[[Any], None]] = []
+    tests_json = None if suite is None else {"source": suite.source, "count": suite.count}
     if not quiet:
-        checking = f" · checked by {suite.source} ({suite.count} test{'s' * (suite.count != 1)})" if suite else ""
-        sinks.append(TurnDisplay(stderr, header=f"pool: {pool_cfg.source} · policy: {choice.source}{checking}"))
+        sinks.append(TurnDisplay(stderr, header=display_header(pool_cfg.source, choice.source, tests_json)))
     budget = Budget(budget_usd)
     if jsonl_out:
         sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite, budget))
+    if not disabled(no_log):
+        settings = {"max_turns": max_turns, "budget_usd": budget_usd, "sample": sample, "seed": seed}
+        sinks.append(RunLogSink.start(text, pool_cfg, choice.source, tests=tests_json, settings=settings, warn=warn,
+                                      final=lambda r: episode_json(r, pool_cfg.names, suite, budget)))
     result = run_episode(
         Problem.from_markdown(text), agents, coordinator, choice.policy,
         max_turns=max_turns, budget=budget, sample_seed=seed if sample else None,
@@ -104,6 +113,12 @@ def solve(
     if overrun and not quiet:
         warn(overrun)
     return EXIT_CODES[result.verdict]
+
+
+def display_header(pool_source: str, policy_source: str, tests: dict[str, Any] | None) -> str:
+    """The display's first line (`trinity logs show` draws it again from the log)."""
+    checking = f" · checked by {tests['source']} ({tests['count']} test{'s' * (tests['count'] != 1)})" if tests else ""
+    return f"pool: {pool_source} · policy: {policy_source}{checking}"
 
 
 def read_problem(argument: str) -> str:

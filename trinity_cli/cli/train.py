@@ -4,23 +4,36 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from trinity_cli.cli.console import stderr
 
+if TYPE_CHECKING:
+    from trinity_cli.config import AgentSpec
+    from trinity_cli.tasks.taskset import Task
+    from trinity_cli.train.es import TrainSettings
+
+
 HELP = """Evolve the routing head with sep-CMA-ES on the task set's train split.
 
-Writes OUT (.npz) with its .json metadata, OUT.csv (the training curve; OUT.png too with the
+Writes OUT (.npz; by default `<pool>-<tasks>.npz` in the user heads folder, where solve
+finds it) with its .json metadata, OUT.csv (the training curve; OUT.png too with the
 `plot` extra) and OUT.ckpt (a
 checkpoint after every generation; --resume continues from it). Every agent call goes through
 a disk cache, so a second run on the same tasks makes no provider calls. Exit codes as for
-solve: 2 bad tasks or flags, 3 configuration, 4 provider error, 5 stopped for budget."""
+solve: 2 bad tasks or flags, 3 configuration, 4 provider error, 5 stopped for budget.
+
+--dry-run prints the run's episodes, agent calls and an upper bound of its $ on stdout, then
+exits without loading the coordinator, calling an agent or writing a file.
+
+The run is written to the run log as one summary row (see `trinity logs`), also when it stops
+early; --no-log or TRINITY_NO_LOG=1 turns that off."""
 
 
 def train(
-    out: Annotated[Path, typer.Option("--out", help="Where to write the head (.npz).")],
+    out: Annotated[Path | None, typer.Option("--out", help="Where to write the head (.npz). Default: the user heads folder, where solve finds it.")] = None,
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     generations: Annotated[int, typer.Option("--generations", min=1)] = 20,
@@ -36,12 +49,22 @@ def train(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the disk caches.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Episodes in flight at once, to overlap agents' network waits (results do not change). Default: 4 with a network agent in the pool, else 1.")] = None,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the episodes, agent calls and worst-case $ of this run; call and write nothing.")] = False,
 ) -> int:
     from trinity_cli.cli.progress import GenerationDisplay
     from trinity_cli.config import load_pool
-    from trinity_cli.errors import UsageError
+    from trinity_cli.errors import ConfigError, UsageError
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runtime import backbone_of, check_prices, memo_coordinator, open_caches
+    from trinity_cli.runlog import disabled, summary_row
+    from trinity_cli.runtime import (
+        backbone_of,
+        check_offline,
+        check_prices,
+        memo_coordinator,
+        open_caches,
+    )
     from trinity_cli.tasks.taskset import load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
     from trinity_cli.train.es import TrainSettings
@@ -49,9 +72,17 @@ def train(
     from trinity_cli.train.fitness import default_workers
     from trinity_cli.weights import metadata_for, save_head
 
-    if out.suffix != ".npz":
+    if out is not None and out.suffix != ".npz":
         raise UsageError(f"--out must end in .npz, got {out}")
+    if dry_run and resume:
+        raise UsageError("--dry-run plans a fresh run: drop --resume")
     pool_cfg = load_pool(pool)
+    if offline:
+        check_offline(pool_cfg)
+    out = out or default_out(pool_cfg.source, tasks, resume)
+    if not resume and unfinished(out):
+        raise ConfigError(f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
+                          "another --out starts afresh (delete the checkpoint to discard it)")
     if budget_usd is not None:
         check_prices(pool_cfg)
     all_tasks = load_tasks(tasks)
@@ -59,19 +90,28 @@ def train(
     if len(train_tasks) < 2:
         raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least 2 are needed")
     settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd)
+    if dry_run:
+        print_plan(train_tasks, pool_cfg.agents, settings)
+        return 0
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
     workers = workers or default_workers(agents)
     coordinator = memo_coordinator(pool_cfg, caches, sessions=workers)
     backbone = backbone_of(pool_cfg)
     display = GenerationDisplay(stderr, caches, coordinator, quiet)
-    with display:
+    logged = summary_row("train", f"{tasks}:train", pool_cfg, str(out), settings.__dict__, enabled=not disabled(no_log),
+                         warn=lambda msg: stderr.print(f"warning: {msg}", markup=False))
+    with logged as summary, display:
         result = run_training(
             train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
             resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
                          "transcript_format": backbone.transcript_format, "numerics": coordinator.numerics},
             on_generation=display.update, workers=workers,
         )
+        summary.done("budget" if result.stopped_for_budget else "completed", result.spent_usd,
+                     {"tasks": tasks, "n_tasks": len(train_tasks), "out": str(out), "generations": len(result.history),
+                      "best_fitness": result.best_fitness, "spent_usd": result.spent_usd,
+                      "stopped_for_budget": result.stopped_for_budget, "history": result.history})
     meta = metadata_for(
         backbone, pool_cfg, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
         training={"tasks": tasks, "split": "train", "n_tasks": len(train_tasks), **settings.__dict__,
@@ -88,6 +128,50 @@ def train(
         stderr.print(f"wrote {out} (+ .json, .csv{', .png' if plotted else ''}); {caches.report()}; coordinator passes saved by the memo: "
                      f"{coordinator.saved_fraction:.0%}", markup=False)
     return 5 if result.stopped_for_budget else 0
+
+
+def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
+    """`<pool>-<tasks>[-N].npz` in the user heads folder: the first free name (no head, no
+    checkpoint), or with --resume the newest that has a checkpoint."""
+    from trinity_cli.config import BUILTIN_POOL
+    from trinity_cli.errors import ConfigError
+    from trinity_cli.train.checkpoint import checkpoint_path
+    from trinity_cli.weights import user_heads_dir
+
+    base = f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
+    names = [user_heads_dir() / f"{base}{'' if n == 1 else f'-{n}'}.npz" for n in range(1, 10_000)]
+    if resume:
+        started = [n for n in names if checkpoint_path(n).exists()]
+        if not started:
+            raise ConfigError(f"--resume: no run of {base} to continue in {user_heads_dir()} (name it with --out)")
+        return started[-1]
+    return next(n for n in names if not n.exists() and not checkpoint_path(n).exists())
+
+
+def unfinished(out: Path) -> bool:
+    """A checkpoint that no head was written after: a fresh run there would overwrite it."""
+    from trinity_cli.train.checkpoint import checkpoint_path
+
+    checkpoint = checkpoint_path(out)
+    return checkpoint.exists() and not (out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime)
+
+
+def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: TrainSettings) -> None:
+    """--dry-run: the run's size and an upper bound of its cost, on stdout."""
+    from trinity_cli.train.plan import plan_training
+
+    plan = plan_training(tasks, agents, settings)
+    print(f"episodes: {plan.episodes} (generations × candidates × tasks a generation = "
+          f"{settings.generations} × {settings.popsize} × {min(settings.batch_size, len(tasks))})")
+    print(f"agent calls: at most {plan.calls} (episodes × --max-turns {settings.max_turns}; cached replies make none)")
+    if plan.worst_usd is None:
+        print(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
+    else:
+        print(f"worst case: ${plan.worst_usd:.4f} (an upper bound: every call at max_tokens, the longest "
+              "prompt the transcript allows, every retry billed)")
+    if settings.budget_usd is not None:
+        print(f"--budget-usd: the run stops before spend could exceed ${settings.budget_usd:g}")
+    print("dry run: nothing was called or written")
 
 
 def write_curve(path: Path, history: list[dict[str, float]]) -> None:

@@ -1,0 +1,130 @@
+"""CLI conventions users expect: shell completion, NO_COLOR, --offline everywhere, a dry run.
+
+Each runs the installed `trinity` as a user (or their shell) does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_cli import PROBLEM, SIM_POOL, TRINITY, assert_clean_failure, trinity
+from wire.server import WireServer
+
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # a colour or style escape
+needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def in_bash(script: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by bash, so that completion detects the shell it runs in (the trailing
+    `exit` keeps bash from exec'ing the last command in its own place)."""
+    return subprocess.run(["bash", "-c", f"{script}; exit $?"], capture_output=True, check=False, text=True,
+                          timeout=60, env={**os.environ, "TRINITY": TRINITY, **env})
+
+
+@needs_bash
+def test_show_completion_prints_the_bash_script():
+    result = in_bash('"$TRINITY" --show-completion')
+    assert result.returncode == 0, result.stderr
+    assert "_TRINITY_COMPLETE=complete_bash" in result.stdout and "complete -o default -F _trinity_completion trinity" in result.stdout
+
+
+@needs_bash
+def test_install_completion_writes_into_home_and_completes_commands(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    result = in_bash('"$TRINITY" --install-completion', HOME=str(home))
+    assert result.returncode == 0, result.stderr
+    script = home / ".bash_completions" / "trinity.sh"
+    assert f"installed in {script}" in result.stdout
+    assert f"source '{script}'" in (home / ".bashrc").read_text()
+    # what bash does on `trinity so<TAB>` once the installed script is sourced
+    completed = in_bash(f"source '{script}'; COMP_WORDS=(trinity so); COMP_CWORD=1; "
+                        '_trinity_completion "$TRINITY"; printf "%s\\n" "${COMPREPLY[@]}"', HOME=str(home))
+    assert completed.stdout.split() == ["solve"], completed.stderr
+
+
+def solve_stderr(**env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    return subprocess.run([TRINITY, "solve", str(PROBLEM), "--pool", str(SIM_POOL), "--weights", "none", "--max-turns", "1"],
+                          capture_output=True, check=False, text=True, timeout=120, env={**base, **env})
+
+
+def test_no_color_wins_over_forced_colour(workdir):
+    forced = solve_stderr(FORCE_COLOR="1")
+    assert SGR.search(forced.stderr), forced.stderr  # the control: colour does reach a pipe
+    plain = solve_stderr(FORCE_COLOR="1", NO_COLOR="1")
+    assert "pool:" in plain.stderr and "\x1b" not in plain.stderr
+    assert plain.returncode == forced.returncode
+    terminal = solve_stderr(TTY_COMPATIBLE="1", NO_COLOR="1")  # a terminal: the live line, in plain text
+    assert "turn  1" in terminal.stderr and not SGR.search(terminal.stderr), terminal.stderr
+
+
+REMOTE_POOL = '[[agents]]\nname = "gpt"\nprovider = "openai"\nmodel = "gpt-4o-mini"\napi_key_env = "DUMMY_KEY"\n'
+
+
+@pytest.mark.parametrize("command", [["train", "--out", "h.npz"], ["eval", "--weights", "none"]])
+def test_offline_train_and_eval_refuse_remote_agents(workdir, command, monkeypatch):
+    monkeypatch.setenv("DUMMY_KEY", "sk-dummy")  # a usable key: only --offline can refuse
+    (workdir / "remote.toml").write_text(REMOTE_POOL)
+    result = trinity(*command, "--pool", "remote.toml", "--offline", timeout=60)
+    assert_clean_failure(result, 3, "--offline: agents gpt need the network")
+    assert list(workdir.iterdir()) == [workdir / "remote.toml"]
+
+
+@pytest.fixture()
+def task_file(workdir: Path) -> Path:
+    from trinity_cli.tasks.taskset import load_humaneval
+
+    lines = [json.dumps({"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+                         "canonical_solution": t.canonical_solution}) for t in load_humaneval()[:14]]
+    path = workdir / "tasks.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def dry_run(*flags: str) -> dict[str, str]:
+    result = trinity("train", "--tasks", "tasks.jsonl", "--pool", "pool.toml", "--out", "head.npz", "--dry-run",
+                     "--batch-size", "4", "--max-turns", "2", *flags, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return dict(line.split(": ", 1) for line in result.stdout.splitlines())
+
+
+def number(text: str) -> float:
+    return float(re.search(r"[\d.]+", text).group())  # type: ignore[union-attr]
+
+
+def test_train_dry_run_counts_and_bounds_the_run_without_calling_or_writing(workdir, task_file):
+    server = WireServer()  # a priced agent whose calls would show up here
+    try:
+        # the coordinator GGUF does not exist: loading it would fail the run
+        (workdir / "pool.toml").write_text(
+            f'[coordinator]\nmodel = "/no/such.gguf"\n[[agents]]\nname = "srv"\nprovider = "openai"\nmodel = "m"\n'
+            f'base_url = "{server.url}/v1"\nprice_in = 1.0\nprice_out = 2.0\nmax_tokens = 100\nretries = 0\n')
+        before = sorted(workdir.iterdir())
+        base = dry_run("--generations", "2", "--popsize", "4")
+        assert number(base["episodes"]) == 2 * 4 * 4 and number(base["agent calls"]) == 2 * 4 * 4 * 2
+        assert "upper bound" in base["worst case"]
+        longer = dry_run("--generations", "4", "--popsize", "4")
+        assert number(longer["episodes"]) == 2 * number(base["episodes"])
+        assert number(longer["agent calls"]) == 2 * number(base["agent calls"])
+        wider = dry_run("--generations", "2", "--popsize", "8")  # the same batches, twice the candidates
+        assert number(wider["worst case"]) == pytest.approx(2 * number(base["worst case"]), abs=2e-4)
+        # every call at least its max_tokens of output: a bound below that would not bound
+        assert number(base["worst case"]) >= number(base["agent calls"]) * 100 * 2.0 / 1e6
+        assert server.requests == []
+        assert sorted(workdir.iterdir()) == before  # no head, checkpoint or curve
+    finally:
+        server.close()
+
+
+def test_train_dry_run_without_prices_says_unknown(workdir, task_file, monkeypatch):
+    monkeypatch.setenv("DUMMY_KEY", "sk-dummy")
+    (workdir / "pool.toml").write_text(REMOTE_POOL)
+    plan = dry_run("--generations", "1")
+    assert plan["worst case"].startswith("unknown (no prices in the pool) for gpt")
