@@ -197,8 +197,9 @@ def apply_check(state: EpisodeState, check: AnswerCheck | None) -> CheckOutcome 
     if outcome is not None and not outcome.passed:
         if state.verdict == ACCEPTED:  # overruled: the next agents see why
             last = state.transcript.turns[-1]
-            what = "does not parse" if outcome.source == "syntax" else "FAILED the tests"
-            note = f"{last.text}\n\n[{outcome.source} check: the answer {what}]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
+            what = "syntax check: the answer does not parse" if outcome.source == "syntax" else \
+                "execution check: the answer FAILED the tests"
+            note = f"{last.text}\n\n[{what}]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
             state.transcript = Transcript(state.transcript.problem, state.transcript.turns[:-1]
                                           + (Turn(last.agent, last.role, note, last.answer, "reject"),))
         state.verdict = TESTS_FAILED if len(state.records) >= state.max_turns else None

