@@ -25,9 +25,12 @@ Execution check: with --tests FILE (plain asserts or test_* functions), or else 
 doctest examples (>>> lines), a Verifier ACCEPT counts only when the answer also passes them in
 the sandbox; a failing answer at the end is verdict tests_failed (exit 6). --no-tests skips it.
 
-Weights: by default the shipped head that fits the coordinator and pool (the head shipped for
-the offline default pool is UNTRAINED at this version: see its metadata); when none fits, the
-fallback pipeline thinker -> worker -> verifier. --weights none forces the fallback.
+Weights, first match wins: --weights (a path or a head's name) > TRINITY_WEIGHTS > [coordinator]
+weights in the pool file > the newest head you trained that fits the pool and coordinator (the
+user heads folder) > the newest shipped head that fits > the fallback pipeline thinker ->
+worker -> verifier. `trinity pool` says which and why; --weights none forces the fallback.
+
+An answer that does not parse as Python is never accepted, tests or not.
 
 Every run is written to the run log as it happens (see `trinity logs`); --no-log or
 TRINITY_NO_LOG=1 turns that off. A log that cannot be written costs a warning, never the run."""
@@ -40,7 +43,7 @@ EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, 
 def solve(
     problem: Annotated[str, typer.Argument(help="Problem file, or - to read stdin.")],
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
-    weights: Annotated[str | None, typer.Option("--weights", help="Head .npz, or 'none'.")] = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="Head .npz path or name, or 'none'.")] = None,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn limit.")] = 5,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
