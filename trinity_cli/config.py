@@ -27,7 +27,8 @@ else:  # pragma: no cover
 PROVIDERS = ("openai", "anthropic", "gemini", "local", "sim")
 SIM_KEYS = ("skills", "default_skill", "thinker_boost", "verifier_accuracy", "seed")
 MODES = ("chat", "completion")
-TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")  # the request key that carries max_tokens
+TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
+ROLES = ("thinker", "worker", "verifier")  # the names core.roles.Role takes  # the request key that carries max_tokens
 EMBEDDED = "embedded"
 BUILTIN_POOL = "built-in offline default"
 
@@ -46,6 +47,7 @@ class AgentSpec:
     mode: str | None = None  # local: "completion" (base models) or "chat"
     token_param: str | None = None  # openai: one of TOKEN_PARAMS; None: by endpoint (default_token_param)
     stop: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ROLES  # the roles the coordinator may give this agent
     n_ctx: int = 4096
     timeout_s: float = 120.0  # per attempt
     retries: int = 3  # extra attempts after a rate-limit, server or network error
@@ -130,6 +132,8 @@ def parse_pool(text: str, source: str) -> Pool:
         raw = _table(raw, source, where)
         _check_keys(raw, _AGENT_KEYS, source, f"{where}.")
         agents.append(_agent(source, where, {**defaults, **raw}))
+    if not any("worker" in agent.roles for agent in agents):
+        raise ConfigError(f"{source}: no agent may play worker (see the agents' roles): nobody could answer")
     seen: set[str] = set()
     for agent in agents:
         if agent.name in seen:
@@ -188,6 +192,11 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
             raise bad("token_param", "applies to provider \"openai\" only")
         if raw["token_param"] not in TOKEN_PARAMS:
             raise bad("token_param", f"is {raw['token_param']!r}; use \"max_completion_tokens\" or \"max_tokens\"")
+    if "roles" in raw:
+        roles = raw["roles"]
+        if not isinstance(roles, list) or not roles or not all(r in ROLES for r in roles) or len(set(roles)) < len(roles):
+            raise bad("roles", f"must be a non-empty list of distinct roles among {', '.join(ROLES)}")
+        raw["roles"] = tuple(r for r in ROLES if r in roles)
     if "stop" in raw:
         stop = raw["stop"]
         if isinstance(stop, str):

@@ -112,11 +112,13 @@ def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadCho
 
 def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
     """`find_head`, loaded: the head's arrays, or the fallback pipeline."""
+    from trinity_cli.core.episode import role_mask
     from trinity_cli.core.head import PipelinePolicy
 
     found = find_head(pool, weights, warn)
     if found.path is None:
-        return PolicyChoice(PipelinePolicy(len(pool.agents)), FALLBACK, None, found.transcript_format, found.reason)
+        return PolicyChoice(PipelinePolicy(len(pool.agents), role_mask([a.roles for a in pool.agents])), FALLBACK, None, found.transcript_format,
+                            found.reason)
     head, meta = load_head(found.path)
     return PolicyChoice(head, str(found.path), meta, found.transcript_format, found.reason)
 

@@ -44,6 +44,11 @@ def agents_signature(pool: Pool) -> list[dict[str, str]]:
     return [{"name": a.name, "provider": a.provider, "model": a.model} for a in pool.agents]
 
 
+def agent_roles(pool: Pool) -> list[list[str]]:
+    """The role mask a head was trained under: the roles each agent may play, in pool order."""
+    return [list(a.roles) for a in pool.agents]
+
+
 def metadata_for(backbone: Backbone, pool: Pool, hidden_size: int, **extra: Any) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
@@ -53,6 +58,7 @@ def metadata_for(backbone: Backbone, pool: Pool, hidden_size: int, **extra: Any)
         "transcript_format": backbone.transcript_format,
         "agents": agents_signature(pool),
         "roles": [r.value for r in ROLE_ORDER],
+        "agent_roles": agent_roles(pool),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **extra,
     }
@@ -74,6 +80,9 @@ def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str
         ("transcript format", meta.get("transcript_format"), backbone.transcript_format),
         ("roles", meta.get("roles"), [r.value for r in ROLE_ORDER]),
         ("agents", meta.get("agents"), agents_signature(pool)),
+        # heads from before role masks were recorded let every agent play every role
+        ("agent roles", meta.get("agent_roles", [[r.value for r in ROLE_ORDER]] * len(meta.get("agents", []))),
+         agent_roles(pool)),
     ]
     for what, head_value, run_value in pairs:
         if head_value != run_value:

@@ -20,7 +20,7 @@ episodes in lock step with the same functions. The rules of the method live here
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,11 +36,12 @@ from trinity_cli.core.events import (
     TurnStarted,
     ignore,
 )
-from trinity_cli.core.head import Policy, pick, role_at
+from trinity_cli.core.head import Policy, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
 from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
+    ROLE_ORDER,
     SYSTEM_PROMPTS,
     Role,
     extract_code,
@@ -74,6 +75,7 @@ class Agent:
     # The reply is written on another machine: the coordinator can encode it as it streams, and
     # concurrent episodes overlap its waits, without slowing it (local models share our cores).
     remote: bool = False
+    roles: frozenset[Role] = frozenset(ROLE_ORDER)  # the roles this agent may play
 
     def worst_case_usd(self, request: Request) -> float:
         return self.prices.usd(request.prompt_bytes(), self.max_tokens)
@@ -89,6 +91,7 @@ class EpisodeState:
     verdict: str | None = None  # set when the episode ends
     error: str | None = None
     checked: dict[str, CheckOutcome | None] = field(default_factory=dict)  # answer → its check
+    mask: np.ndarray | None = None  # (L, 3): which roles each agent may play; None: all
 
     @property
     def done(self) -> bool:
@@ -99,10 +102,18 @@ class EpisodeState:
         return len(self.records) + 1
 
 
-def new_state(problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS) -> EpisodeState:
+def new_state(problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS,
+              mask: np.ndarray | None = None) -> EpisodeState:
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
-    return EpisodeState(Transcript(problem), tuple(agent_names), max_turns)
+    return EpisodeState(Transcript(problem), tuple(agent_names), max_turns, mask=mask)
+
+
+def role_mask(roles: Sequence[Collection[str]]) -> np.ndarray | None:
+    """(L, 3) booleans: which roles each agent may play (Role values or their names); None
+    when every agent plays all."""
+    mask = np.array([[role.value in allowed for role in ROLE_ORDER] for allowed in roles])
+    return None if mask.all() else mask
 
 
 def next_decision(
@@ -119,21 +130,19 @@ def next_decision(
         encoding = coordinator.encode(state.transcript)
         hidden, seconds, tokens = encoding.hidden, encoding.seconds, encoding.tokens
     choice = policy.choose(hidden, state.next_turn)
-    agent_index = pick(choice.agent_probs, None if draws is None else draws[0])
-    if state.role_override is not None:
-        role, source = state.role_override, "thinker"
-    else:
-        role, source = role_at(pick(choice.role_probs, None if draws is None else draws[1])), "head"
+    forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
+    chosen = decide(choice, state.mask, draws, forced)
     return Decision(
         turn=state.next_turn,
-        agent_index=agent_index,
-        agent=state.agent_names[agent_index],
-        role=role,
-        role_source=source,
-        agent_probs=tuple(float(p) for p in choice.agent_probs),
-        role_probs=tuple(float(p) for p in choice.role_probs),
+        agent_index=chosen.agent,
+        agent=state.agent_names[chosen.agent],
+        role=role_at(chosen.role),
+        role_source="thinker" if chosen.forced else "head",
+        agent_probs=tuple(float(p) for p in chosen.agent_probs),
+        role_probs=tuple(float(p) for p in chosen.role_probs),
         coordinator_seconds=seconds,
         coordinator_tokens=tokens,
+        chosen_probability=None if state.mask is None else chosen.probability,
     )
 
 
@@ -231,7 +240,7 @@ def run_episode(
     check: AnswerCheck | None = None,
 ) -> EpisodeResult:
     """Run one episode to its end. Ctrl-C ends it with verdict `interrupted`, turns kept."""
-    state = new_state(problem, [a.name for a in agents], max_turns)
+    state = new_state(problem, [a.name for a in agents], max_turns, role_mask([a.roles for a in agents]))
     budget = budget or Budget()
     rng = None if sample_seed is None else np.random.default_rng(sample_seed)
     try:

@@ -5,6 +5,8 @@
     agent ~ softmax(logits[:L]),  role ~ softmax(logits[L:])
 
 Without a projection P is the identity and k = d (the paper's head, (L+3)·d parameters).
+When agents may play only some roles (a pool's `roles`), the choice is over the masked joint
+p(agent, role) ∝ softmax_agent · softmax_role · mask (`decide`).
 Standardising with training-set statistics makes σ0 of the optimizer mean the same thing for
 any backbone. Fixed policies (the untrained fallback pipeline, random) share the interface.
 """
@@ -75,17 +77,21 @@ class LinearHead:
 @dataclass(frozen=True)
 class PipelinePolicy:
     """The fallback when no trained head fits: Thinker → Worker → Verifier, one round per
-    agent in pool order (a rejection moves on to the next agent)."""
+    agent in pool order (a rejection moves on to the next agent), skipping the roles an agent
+    may not play (`mask`)."""
 
     n_agents: int
+    mask: np.ndarray | None = None  # (L, 3): which roles each agent may play
     needs_hidden = False
 
     def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
-        step = turn - 1
+        steps = [(a, r) for a in range(self.n_agents) for r in range(N_ROLES)
+                 if self.mask is None or self.mask[a, r]]
+        agent_index, role_index = steps[(turn - 1) % len(steps)]
         agent = np.zeros(self.n_agents)
-        agent[(step // N_ROLES) % self.n_agents] = 1.0
+        agent[agent_index] = 1.0
         role = np.zeros(N_ROLES)
-        role[step % N_ROLES] = 1.0
+        role[role_index] = 1.0
         return Choice(agent, role)
 
 
@@ -115,6 +121,47 @@ class PlanPolicy:
         role_probs = np.zeros(N_ROLES)
         role_probs[ROLE_ORDER.index(role)] = 1.0
         return Choice(agent_probs, role_probs)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One turn's choice, with the probabilities it was drawn from (masked marginals)."""
+
+    agent: int
+    role: int
+    agent_probs: np.ndarray
+    role_probs: np.ndarray
+    probability: float  # of this (agent, role); given the role when `forced_role` chose it
+    forced: bool  # the role came from `forced_role`
+
+
+def decide(choice: Choice, mask: np.ndarray | None, draws: tuple[float, float] | None = None,
+           forced_role: int | None = None) -> Pick:
+    """Greedy: the joint argmax. Sampled: the agent from the masked joint's marginal with
+    draws[0], the role given that agent with draws[1]. A forced role (a Thinker's
+    <next_role>) picks the agent among those that may play it; when none may, it is ignored.
+    Without a mask, agent and role are chosen independently, which is the same thing."""
+    u_agent, u_role = (None, None) if draws is None else draws
+    if mask is None:
+        agent = pick(choice.agent_probs, u_agent)
+        role = forced_role if forced_role is not None else pick(choice.role_probs, u_role)
+        p = choice.agent_probs[agent] * (1.0 if forced_role is not None else choice.role_probs[role])
+        return Pick(agent, role, choice.agent_probs, choice.role_probs, float(p), forced_role is not None)
+    joint = np.outer(choice.agent_probs, choice.role_probs) * mask
+    if joint.sum() <= 0:  # all the policy's mass on forbidden pairs: uniform over allowed ones
+        joint = mask.astype(np.float64)
+    joint = joint / joint.sum()
+    agent_marginal, role_marginal = joint.sum(axis=1), joint.sum(axis=0)
+    if forced_role is not None and joint[:, forced_role].sum() > 0:
+        given_role = joint[:, forced_role] / joint[:, forced_role].sum()
+        agent = pick(given_role, u_agent)
+        return Pick(agent, forced_role, agent_marginal, role_marginal, float(given_role[agent]), True)
+    if draws is None:
+        agent, role = (int(i) for i in np.unravel_index(int(np.argmax(joint)), joint.shape))
+    else:
+        agent = pick(agent_marginal, u_agent)
+        role = pick(joint[agent] / joint[agent].sum(), u_role)
+    return Pick(agent, role, agent_marginal, role_marginal, float(joint[agent, role]), False)
 
 
 def pick(probs: np.ndarray, u: float | None) -> int:

@@ -32,10 +32,14 @@ class Decision:
     role_probs: tuple[float, ...]
     coordinator_seconds: float
     coordinator_tokens: int
+    chosen_probability: float | None = None  # of this choice, when a role mask made it differ
 
     @property
     def probability(self) -> float:
-        """The policy's probability of this (agent, role) choice."""
+        """The policy's probability of this (agent, role) choice (of the agent, given the role,
+        when a Thinker named the role)."""
+        if self.chosen_probability is not None:
+            return self.chosen_probability
         role_p = 1.0 if self.role_source == "thinker" else self.role_probs[ROLE_ORDER.index(self.role)]
         return self.agent_probs[self.agent_index] * role_p
 

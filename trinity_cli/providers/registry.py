@@ -8,6 +8,7 @@ from importlib import import_module
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent
 from trinity_cli.core.provider import Prices, Provider
+from trinity_cli.core.roles import Role
 from trinity_cli.providers.base import is_loopback
 from trinity_cli.providers.cache import CachingProvider, ResponseStore
 from trinity_cli.providers.retry import RetryingProvider
@@ -44,7 +45,8 @@ def build_agents(
         provider = build_provider(spec, by_id)
         if store is not None:
             provider = CachingProvider(provider, spec, store)
-        agents.append(Agent(spec.name, provider, spec.max_tokens, prices, remote=spec.provider not in ("local", "sim")))
+        agents.append(Agent(spec.name, provider, spec.max_tokens, prices, remote=spec.provider not in ("local", "sim"),
+                            roles=frozenset(Role(r) for r in spec.roles)))
     return agents
 
 

@@ -2,8 +2,10 @@
 
 Rows: `trained` (greedy, or the mean of N sampled runs), `random` (agent and role uniform),
 `pipeline:<agent>` (that agent alone, Thinker → Worker → Verifier, at least 3 turns), `single:<agent>` (that
-agent answering once as Worker), and `oracle` (a task counts when any agent's Worker answer
-passes, alone or after any agent's Thinker turn). The best single is the best `single:` or
+agent answering once as Worker), `cascade` (the cheapest agent's Worker answer, checked by the
+cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; all the way
+up the price list), and `oracle` (a task counts when any agent's Worker answer passes, alone
+or after any agent's Thinker turn). Every row skips the roles an agent may not play. The best single is the best `single:` or
 `pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best.
 
 Under a budget every row's episodes (the oracle's many plans included) draw on one `Budget`.
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.core.budget import Budget
-from trinity_cli.core.episode import BUDGET
+from trinity_cli.core.episode import BUDGET, role_mask
 from trinity_cli.core.head import PipelinePolicy, PlanPolicy, RandomPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.tasks.grading import Grader
@@ -75,11 +77,32 @@ def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordina
     return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks))
 
 
+def playing(agents: Sequence[Any], role: Role) -> list[int]:
+    return [i for i, agent in enumerate(agents) if role in agent.roles]
+
+
+def cascade_plan(agents: Sequence[Any]) -> tuple[tuple[int, Role], ...]:
+    """Workers from the cheapest up, each answer followed by the cheapest Verifier."""
+    def price(i: int) -> float:
+        prices = agents[i].prices
+        return (prices.price_in or 0.0) + (prices.price_out or 0.0)
+
+    verifiers = sorted(playing(agents, Role.VERIFIER), key=price)
+    plan: list[tuple[int, Role]] = []
+    for worker in sorted(playing(agents, Role.WORKER), key=price):
+        plan += [(worker, Role.WORKER)] + ([(verifiers[0], Role.VERIFIER)] if verifiers else [])
+    return tuple(plan)
+
+
+def oracle_plans(agents: Sequence[Any]) -> list[tuple[tuple[int, Role], ...]]:
+    """Every agent's Worker answer alone, then after every agent's Thinker turn."""
+    workers, thinkers = playing(agents, Role.WORKER), playing(agents, Role.THINKER)
+    return [((w, Role.WORKER),) for w in workers] + [((t, Role.THINKER), (w, Role.WORKER)) for t in thinkers for w in workers]
+
+
 def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, workers: int = 1,
                budget: Budget | None = None) -> Row:
-    n = len(agents)
-    plans: list[tuple[tuple[int, Role], ...]] = [((w, Role.WORKER),) for w in range(n)]
-    plans += [((t, Role.THINKER), (w, Role.WORKER)) for t in range(n) for w in range(n)]
+    n, plans = len(agents), oracle_plans(agents)
 
     def solve(task: Task) -> tuple[bool, float, int]:
         usd, turns = 0.0, 0
@@ -103,6 +126,7 @@ def evaluate(
     on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None,
 ) -> dict[str, Any]:
     n = len(agents)
+    cascade = cascade_plan(agents)
     budget = budget or Budget()
     common: dict[str, Any] = {"grader": grader, "workers": workers, "budget": budget}
     pending: list[Callable[[], Row]] = [
@@ -110,11 +134,13 @@ def evaluate(
                 samples=samples, seed=seed, **common),
         partial(run_policy, "random", tasks, agents, None, RandomPolicy(n), max_turns=max_turns,
                 samples=max(1, samples), seed=seed, **common),
-        *[partial(run_policy, f"pipeline:{agent.name}", tasks, [agent], None, PipelinePolicy(1),
-                  max_turns=max(3, max_turns), **common) for agent in agents],
-        *[partial(run_policy, f"single:{agent.name}", tasks, agents, None,
+        *[partial(run_policy, f"pipeline:{agent.name}", tasks, [agent], None,
+                  PipelinePolicy(1, role_mask([agent.roles])), max_turns=max(len(agent.roles), max_turns), **common)
+          for agent in agents if Role.WORKER in agent.roles],
+        *[partial(run_policy, f"single:{agents[i].name}", tasks, agents, None,
                   PlanPolicy(n, ((i, Role.WORKER),)), max_turns=1, **common)
-          for i, agent in enumerate(agents)],
+          for i in playing(agents, Role.WORKER)],
+        partial(run_policy, "cascade", tasks, agents, None, PlanPolicy(n, cascade), max_turns=len(cascade), **common),
         partial(oracle_row, tasks, agents, **common),
     ]
     rows: list[Row] = []
