@@ -59,10 +59,14 @@ def test_each_step_wins_over_the_ones_after_it(heads, tmp_path, monkeypatch):
     choice, warnings = choose(pool)  # nothing of the user's: the shipped head that fits
     assert choice.source == str(SHIPPED_SIM) and "shipped head" in choice.reason and not warnings
 
-    copy_head(user_heads_dir() / "older.npz", "2029-01-01T00:00:00+00:00")
-    newest = copy_head(user_heads_dir() / "newer.npz", "2031-01-01T00:00:00+00:00")
+    newest = copy_head(user_heads_dir() / "b-newer.npz", "2031-01-01T00:00:00+00:00")
+    copy_head(user_heads_dir() / "c-older.npz", "2029-01-01T00:00:00+00:00")  # written last, dated earlier
+    hidden = copy_head(user_heads_dir() / "d-hidden.npz", "2032-01-01T00:00:00+00:00")
+    meta = json.loads(hidden.with_suffix(".json").read_text())
+    hidden.with_suffix(".json").write_text(json.dumps({**meta, "auto_select": False}))  # only when named
     choice, _ = choose(pool)
     assert choice.source == str(newest) and "user head" in choice.reason
+    assert choose(pool, "d-hidden")[0].source == str(hidden)
 
     in_pool = copy_head(pool_dir / "mine.npz")  # a relative path in the pool file is beside it
     pool = sim_pool(pool_dir, "mine.npz")
@@ -131,10 +135,13 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
     assert second.is_file()
 
     report = json.loads(trinity("pool", "--pool", str(SIM_POOL), "--json").stdout)
-    assert report["policy"]["source"] in (str(first), str(second))
+    assert report["policy"]["source"] == str(second)  # the newest, even when both carry the same second
     assert "user head" in report["policy"]["reason"]
     shown = trinity("pool", "--pool", str(SIM_POOL))
-    assert "policy: " + report["policy"]["source"] in " ".join(shown.stderr.split())
+    assert "policy: " + str(second) in " ".join(shown.stderr.split())
+    (workdir / "p.md").write_text(tasks[0].prompt)
+    solved = trinity("solve", "p.md", "--pool", str(SIM_POOL), "--max-turns", "1", "--no-tests")
+    assert f"policy: {second}" in " ".join(solved.stderr.split())
 
 
 def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):

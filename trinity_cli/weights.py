@@ -182,7 +182,8 @@ def user_heads_dir() -> Path:
 def newest_fitting(directory: Path, backbone: Backbone, pool: Pool) -> tuple[Path | None, int]:
     """The newest head in `directory` whose metadata fits this coordinator and pool (a head
     whose metadata says `"auto_select": false` is used only when named), and how many heads
-    were looked at."""
+    were looked at. Newest by the metadata's `created`, then by the file's modification time
+    (two heads trained in the same second)."""
     heads = sorted(directory.glob("*.npz")) if directory.is_dir() else []
     fitting = []
     for path in heads:
@@ -191,8 +192,8 @@ def newest_fitting(directory: Path, backbone: Backbone, pool: Pool) -> tuple[Pat
         except ConfigError:
             continue
         if meta.get("auto_select", True) and not mismatches(meta, in_head_format(meta, backbone), pool):
-            fitting.append((str(meta.get("created", "")), path))
-    return (max(fitting)[1] if fitting else None), len(heads)
+            fitting.append((str(meta.get("created", "")), path.stat().st_mtime_ns, path))
+    return (max(fitting)[2] if fitting else None), len(heads)
 
 
 def resolve(value: str) -> Path:
