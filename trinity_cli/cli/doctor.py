@@ -47,11 +47,13 @@ def doctor(
 def _paths() -> dict[str, Any]:
     from trinity_cli import paths
     from trinity_cli.runlog import default_path
+    from trinity_cli.weights import user_heads_dir
 
     log = default_path()
-    return {"config": str(paths.config_dir()), "cache": str(paths.cache_dir()),
+    return {"config": str(paths.config_dir()), "cache": str(paths.cache_dir()), "heads": str(user_heads_dir()),
             "run_log": {"path": str(log), "bytes": log.stat().st_size if log.is_file() else None},
-            "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes OUT.csv and OUT.ckpt beside --out"}
+            "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes its head, "
+                    "OUT.csv and OUT.ckpt to heads (or beside --out)"}
 
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:

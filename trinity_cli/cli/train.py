@@ -67,7 +67,7 @@ def train(
     )
     from trinity_cli.tasks.taskset import load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
-    from trinity_cli.train.es import TrainSettings
+    from trinity_cli.train.es import STATS_TASKS, STATS_TURNS, TrainSettings
     from trinity_cli.train.es import train as run_training
     from trinity_cli.train.fitness import default_workers
     from trinity_cli.weights import metadata_for, save_head
@@ -101,6 +101,10 @@ def train(
     display = GenerationDisplay(stderr, caches, coordinator, quiet)
     logged = summary_row("train", f"{tasks}:train", pool_cfg, str(out), settings.__dict__, enabled=not disabled(no_log),
                          warn=lambda msg: stderr.print(f"warning: {msg}", markup=False))
+    if not quiet and not resume:
+        n_states = min(STATS_TASKS, len(train_tasks)) * STATS_TURNS
+        stderr.print(f"writing {out}; first the {n_states} coordinator states that set the head's normalisation "
+                     "(memoized: quick on a rerun)", markup=False, highlight=False)
     with logged as summary, display:
         result = run_training(
             train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
