@@ -98,3 +98,21 @@ def test_sim_keys_are_rejected_for_real_providers():
 
     with pytest.raises(ConfigError, match="applies to provider \"sim\" only"):
         parse_pool('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nskills={ math = 0.5 }\n', "p.toml")
+
+
+def test_humaneval_carries_ldb_visible_tests():
+    tasks = load_humaneval()
+    assert all(t.visible_tests and all(v.startswith("assert ") for v in t.visible_tests) for t in tasks)
+    assert all(t.entry_point in " ".join(t.visible_tests) for t in tasks)
+
+
+def test_a_task_line_may_have_no_tests_and_visible_tests(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    lines = [{"task_id": "a", "prompt": "p", "entry_point": "f", "test": "", "visible_tests": ["assert f() == 1"]},
+             {"task_id": "b", "prompt": "p", "entry_point": "f", "test": "t", "visible_tests": "assert f()"}]
+    path.write_text(json.dumps(lines[0]) + "\n")
+    (task,) = read_jsonl(path)
+    assert not task.has_tests and task.visible_tests == ("assert f() == 1",)
+    path.write_text(json.dumps(lines[0]) + "\n" + json.dumps(lines[1]) + "\n")
+    with pytest.raises(TaskFileError, match=r":2: field 'visible_tests' must be a list of strings"):
+        read_jsonl(path)

@@ -16,13 +16,16 @@ HELP = """List the pool's agents and whether each is usable: key present, server
 model file present; and which head `trinity solve` would route with, and why (--weights >
 TRINITY_WEIGHTS > [coordinator] weights in the pool file > the newest user head that fits >
 the newest shipped head that fits > the fallback pipeline). Exit 0 when every agent is usable,
-3 otherwise (or on a bad pool file)."""
+3 otherwise (or on a bad pool file). With --list: the bundled recorded pools and task sets."""
 
 
 def pool(
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    list_bundled: Annotated[bool, typer.Option("--list", help="List the bundled recorded pools and task sets.")] = False,
 ) -> int:
+    if list_bundled:
+        return show_bundled(json_out)
     from trinity_cli.config import load_pool
     from trinity_cli.pool_check import check_agent
 
@@ -59,3 +62,36 @@ def agent_table(title: str, checks: list) -> Table:
     for c in checks:
         table.add_row(c.name, c.provider, c.model, "yes" if c.usable else "no", c.detail)
     return table
+
+
+def show_bundled(json_out: bool) -> int:
+    """The recorded pools and task sets that ship with trinity, for `--pool NAME`, `--tasks NAME`."""
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from trinity_cli.bundled import pools
+    from trinity_cli.tasks.taskset import load_tasks, select_split, task_set_names
+
+    found = [{**asdict(p), "path": str(p.path)} for p in pools()]
+    sets: list[dict[str, Any]] = []
+    for name in task_set_names():
+        tasks = load_tasks(name)
+        sets.append({"name": name, "tasks": len(tasks), "train": len(select_split(tasks, "train")),
+                     "test": len(select_split(tasks, "test")), "with_tests": sum(t.has_tests for t in tasks)})
+    if json_out:
+        print(json.dumps({"pools": found, "task_sets": sets}, indent=2))
+        return 0
+    table = Table(title="bundled recorded pools (--pool NAME)", title_justify="left")
+    for column in ("pool", "task set", "models"):
+        table.add_column(column)
+    for p in found:
+        table.add_row(p["name"], p["task_set"], ", ".join(p["models"]))
+    stderr.print(table)
+    table = Table(title="task sets (--tasks NAME[,NAME])", title_justify="left")
+    for column in ("task set", "tasks", "train", "test", "with tests"):
+        table.add_column(column)
+    for s in sets:
+        table.add_row(s["name"], *(str(s[k]) for k in ("tasks", "train", "test", "with_tests")))
+    stderr.print(table)
+    return 0

