@@ -144,6 +144,15 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
     assert f"policy: {second}" in " ".join(solved.stderr.split())
 
 
+def test_pool_exits_3_when_the_head_solve_would_use_cannot_be_used(workdir):
+    (workdir / "p.toml").write_text(SIM_POOL.read_text() + '\n[coordinator]\nweights = "nope.npz"\n')
+    result = trinity("pool", "--pool", "p.toml", "--json")
+    assert result.returncode == 3
+    assert json.loads(result.stdout)["policy"]["reason"].startswith("solve would stop: weights nope.npz: no such file (")
+    assert trinity("pool", "--pool", str(SIM_POOL), "--weights", "sim-pool").returncode == 0
+    assert trinity("pool", "--pool", str(SIM_POOL), "--weights", "default-offline").returncode == 3  # does not fit
+
+
 def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
     (workdir / "h.ckpt").write_bytes(b"an unfinished run")
     result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--generations", "1")

@@ -207,4 +207,5 @@ def resolve(value: str) -> Path:
         if "/" not in value and named.is_file():
             return named
     names = sorted({p.stem for d in (shipped_dir(), user_heads_dir()) if d.is_dir() for p in d.glob("*.npz")})
-    raise ConfigError(f"weights {value}: no such file, and no head of that name (names: {', '.join(names) or 'none'})")
+    raise ConfigError(f"weights {value}: no such file ({path.resolve()}), and no head of that name "
+                      f"(names: {', '.join(names) or 'none'})")

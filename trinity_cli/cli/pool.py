@@ -15,14 +15,16 @@ if TYPE_CHECKING:
 HELP = """List the pool's agents and whether each is usable: key present, server reachable,
 model file present; and which head `trinity solve` would route with, and why (--weights >
 TRINITY_WEIGHTS > [coordinator] weights in the pool file > the newest user head that fits >
-the newest shipped head that fits > the fallback pipeline). Exit 0 when every agent is usable,
-3 otherwise (or on a bad pool file). With --list: the bundled recorded pools and task sets."""
+the newest shipped head that fits > the fallback pipeline; --weights checks that head). Exit 0
+when every agent is usable and the head solve would use fits, 3 otherwise (or on a bad pool
+file). With --list: the bundled recorded pools and task sets."""
 
 
 def pool(
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     list_bundled: Annotated[bool, typer.Option("--list", help="List the bundled recorded pools and task sets.")] = False,
+    weights: Annotated[str | None, typer.Option("--weights", help="Check this head (path or name) as solve would.")] = None,
 ) -> int:
     if list_bundled:
         return show_bundled(json_out)
@@ -31,23 +33,23 @@ def pool(
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
-    policy = policy_json(pool_cfg)
+    policy = policy_json(pool_cfg, weights)
     if json_out:
         print(json.dumps({"source": pool_cfg.source, "agents": [c.as_json() for c in checks], "policy": policy},
                          indent=2))
     else:
         stderr.print(agent_table(f"pool: {pool_cfg.source}", checks))
         stderr.print(f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False, highlight=False)
-    return 0 if all(c.usable for c in checks) else 3
+    return 0 if all(c.usable for c in checks) and policy["source"] is not None else 3
 
 
-def policy_json(pool_cfg: Any) -> dict[str, Any]:
+def policy_json(pool_cfg: Any, weights: str | None = None) -> dict[str, Any]:
     """Which head solve would use and why; a head that cannot be used says why instead."""
     from trinity_cli.errors import ConfigError
     from trinity_cli.runtime import find_head
 
     try:
-        return find_head(pool_cfg, None, warn=lambda msg: None).as_json()
+        return find_head(pool_cfg, weights, warn=lambda msg: None).as_json()
     except ConfigError as exc:
         return {"source": None, "reason": f"solve would stop: {exc.message}"}
 
