@@ -21,7 +21,7 @@ from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Problem, Transcript
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.baselines import evaluate
+from trinity_cli.train.baselines import HeadUnderTest, evaluate
 from trinity_cli.train.es import TrainSettings, train
 
 SETTINGS_FILE = Path(__file__).resolve().parent / "learning_settings.json"
@@ -63,7 +63,8 @@ def train_and_score(pool, all_tasks: list[Task], fit: list[Task], scored: list[T
     """Train on `fit`, evaluate on `scored`: the rows by name and the margins the suite asserts."""
     agents = build_agents(pool.agents, all_tasks, store)
     result = train(fit, agents, coordinator, grader, settings, checkpoint)
-    report = evaluate(scored, agents, coordinator, result.head, grader, max_turns=settings.max_turns)
+    report = evaluate(scored, agents, [HeadUnderTest("trained", result.head, coordinator)], grader,
+                      max_turns=settings.max_turns)
     rows = {r.policy: r for r in report.pop("_rows")}
     best = rows[report["best_single"]]
     trained = rows["trained"].passes

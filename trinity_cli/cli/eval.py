@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from trinity_cli.cli.console import stderr
 
-HELP = """Compare a head with the baselines (random, pipeline:<agent>, single:<agent>, oracle) on a
-split of a task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the
+HELP = """Compare a head with the baselines (random, pipeline:<agent>, single:<agent>, cascade, oracle)
+on a split of a task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the
 tasks overlap the head's training split. --json prints the same data as one object.
+
+--weights takes one head (a path or a name), a comma list, or a directory of heads: several
+heads (say, trained with different --cost-weight) are evaluated on the same tasks, as rows
+trained:<head>, and eval writes their quality/cost curve beside the single agents' points to
+OUT_DIR/eval-curve.csv (and .png with the `plot` extra); --json adds `curve`.
 
 With --budget-usd every row's agent calls (the oracle's many plans too) share that budget; at
 the first call it refuses, eval stops and exits 5 with the rows finished so far, marked
@@ -22,7 +29,7 @@ early; --no-log or TRINITY_NO_LOG=1 turns that off."""
 
 
 def eval_command(
-    weights: Annotated[str, typer.Option("--weights", help="The head (.npz) to evaluate.")],
+    weights: Annotated[str, typer.Option("--weights", help="The head to evaluate (path or name), a comma list, or a directory of heads.")],
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
     split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
@@ -37,6 +44,7 @@ def eval_command(
     )] = None,
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Where the quality/cost curve of several heads goes.")] = Path("."),
 ) -> int:
     from trinity_cli.config import load_pool
     from trinity_cli.core.budget import Budget
@@ -51,7 +59,7 @@ def eval_command(
         warn_if_other_numerics,
     )
     from trinity_cli.tasks.taskset import load_tasks, select_split
-    from trinity_cli.train.baselines import evaluate
+    from trinity_cli.train.baselines import HeadUnderTest, evaluate
     from trinity_cli.train.fitness import default_workers
 
     pool_cfg = load_pool(pool)
@@ -59,26 +67,36 @@ def eval_command(
         check_offline(pool_cfg)
     if budget_usd is not None:
         check_prices(pool_cfg)
-    choice = choose_policy(pool_cfg, weights, warn=lambda msg: None)
+    choices = [choose_policy(pool_cfg, name, warn=lambda msg: None) for name in head_names(weights)]
     all_tasks = load_tasks(tasks)
     chosen = select_split(all_tasks, split)
-    training = (choice.meta or {}).get("training", {})
-    if training.get("tasks") == tasks and split in ("train", "all"):
-        stderr.print(f"warning: these tasks overlap the head's training split ({tasks}:train)", markup=False)
+    for choice in choices:
+        training = (choice.meta or {}).get("training", {})
+        if training.get("tasks") == tasks and split in ("train", "all"):
+            stderr.print(f"warning: these tasks overlap the training split of {choice.source} ({tasks}:train)", markup=False)
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
     workers = workers or default_workers(agents)
-    coordinator = None  # only a head reads hidden states: `--weights none` needs no GGUF
-    if choice.policy.needs_hidden:
-        coordinator = memo_coordinator(pool_cfg, caches, sessions=workers,
-                                       transcript_format=choice.transcript_format)
-        warn_if_other_numerics(choice, coordinator,
-                               lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
+    coordinators: dict[str, Any] = {}  # one per transcript format; `--weights none` needs no GGUF
+    heads = []
+    for choice in choices:
+        coordinator = None
+        if choice.policy.needs_hidden:
+            if choice.transcript_format not in coordinators:
+                coordinators[choice.transcript_format] = memo_coordinator(
+                    pool_cfg, caches, sessions=workers, transcript_format=choice.transcript_format)
+            coordinator = coordinators[choice.transcript_format]
+            warn_if_other_numerics(choice, coordinator,
+                                   lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
+        name = "trained" if len(choices) == 1 else f"trained:{Path(choice.source).stem}"
+        cost_weight = (choice.meta or {}).get("training", {}).get("cost_weight")
+        heads.append(HeadUnderTest(name, choice.policy, coordinator, cost_weight))
+    sources = ", ".join(choice.source for choice in choices)
     budget = Budget(budget_usd)
     settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd}
-    with summary_row("eval", f"{tasks}:{split}", pool_cfg, choice.source, settings, enabled=not disabled(no_log),
+    with summary_row("eval", f"{tasks}:{split}", pool_cfg, sources, settings, enabled=not disabled(no_log),
                      warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged:
-        report = evaluate(chosen, agents, coordinator, choice.policy, caches.grader,
+        report = evaluate(chosen, agents, heads, caches.grader,
                           max_turns=max_turns, samples=sample, seed=seed, workers=workers,
                           budget=budget)
         rows = report.pop("_rows")
@@ -87,7 +105,10 @@ def eval_command(
     if json_out:
         print(json.dumps(report, indent=2))
     else:
-        print_table(report, rows, f"{tasks}:{split} · {len(chosen)} tasks · {choice.source}")
+        print_table(report, rows, f"{tasks}:{split} · {len(chosen)} tasks · {sources}")
+    if len(heads) > 1:
+        written = write_curve(out_dir, rows, report.get("curve", []))
+        stderr.print(f"wrote {', '.join(str(w) for w in written)}", markup=False, highlight=False)
     overrun = budget.overrun_warning()
     if overrun:
         stderr.print(f"warning: {overrun}", markup=False)
@@ -112,3 +133,55 @@ def print_table(report: dict[str, Any], rows: list[Any], title: str) -> None:
     if report["rel_err_reduction_vs_best_single"] is not None:
         stderr.print(f"relative error reduction vs best single ({report['best_single']}): "
                      f"{report['rel_err_reduction_vs_best_single']:.1%}", markup=False)
+
+
+def head_names(weights: str) -> list[str]:
+    """--weights: one head, a comma list, or every head in a directory (by name)."""
+    from trinity_cli.errors import UsageError
+
+    directory = Path(weights).expanduser()
+    if directory.is_dir():
+        names = [str(p) for p in sorted(directory.glob("*.npz"))]
+        if not names:
+            raise UsageError(f"--weights {weights}: the directory holds no heads (*.npz)")
+        return names
+    names = [name.strip() for name in weights.split(",")]
+    if not all(names):
+        raise UsageError(f"--weights {weights!r}: an empty name in the list")
+    return names
+
+
+def write_curve(out_dir: Path, rows: list[Any], curve: list[dict[str, Any]]) -> list[Path]:
+    """The heads' (usd per task, pass@1) beside every other row's point: CSV, and PNG when
+    matplotlib (the `plot` extra) is installed."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = {point["head"]: point["cost_weight"] for point in curve}
+    path = out_dir / "eval-curve.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["policy", "kind", "cost_weight", "pass_at_1", "usd_per_task"])
+        for row in rows:
+            kind = "head" if row.policy in weights else "baseline"
+            writer.writerow([row.policy, kind, weights.get(row.policy, ""), round(row.pass_at_1, 4), row.usd_per_task])
+    written = [path]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return written
+    figure, axes = plt.subplots(figsize=(6, 4))
+    heads = sorted((r for r in rows if r.policy in weights), key=lambda r: r.usd_per_task)
+    axes.plot([r.usd_per_task for r in heads], [r.pass_at_1 for r in heads], "o-", label="heads")
+    for row in rows:
+        if row.policy not in weights:
+            axes.plot(row.usd_per_task, row.pass_at_1, "x", color="grey")
+            axes.annotate(row.policy, (row.usd_per_task, row.pass_at_1), fontsize=7)
+    axes.set_xlabel("$ per task")
+    axes.set_ylabel("pass@1")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(out_dir / "eval-curve.png", dpi=120)
+    plt.close(figure)
+    return [*written, out_dir / "eval-curve.png"]

@@ -120,18 +120,29 @@ def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, wor
                sum(t for _, _, t in solved) / len(tasks))
 
 
+@dataclass(frozen=True)
+class HeadUnderTest:
+    """A head to evaluate: its row name, its policy, the coordinator that reads states for it."""
+
+    name: str
+    policy: Any
+    coordinator: Any
+    cost_weight: float | None = None  # what it was trained with, for the quality/cost curve
+
+
 def evaluate(
-    tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, head: Any, grader: Grader,
+    tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], grader: Grader,
     *, max_turns: int, samples: int = 0, seed: int = 0, workers: int = 1,
     on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None,
 ) -> dict[str, Any]:
+    """The heads' rows first, then the baselines; the summary compares the first head."""
     n = len(agents)
     cascade = cascade_plan(agents)
     budget = budget or Budget()
     common: dict[str, Any] = {"grader": grader, "workers": workers, "budget": budget}
     pending: list[Callable[[], Row]] = [
-        partial(run_policy, "trained", tasks, agents, coordinator, head, max_turns=max_turns,
-                samples=samples, seed=seed, **common),
+        *[partial(run_policy, head.name, tasks, agents, head.coordinator, head.policy, max_turns=max_turns,
+                  samples=samples, seed=seed, **common) for head in heads],
         partial(run_policy, "random", tasks, agents, None, RandomPolicy(n), max_turns=max_turns,
                 samples=max(1, samples), seed=seed, **common),
         *[partial(run_policy, f"pipeline:{agent.name}", tasks, [agent], None,
@@ -155,7 +166,7 @@ def evaluate(
     reduction = None
     if best_single is not None:
         err_best = 1.0 - best_single.pass_at_1
-        trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is `trained`: it comes first
+        trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is the first head's: heads come first
         reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else 0.0
     return {
         "schema_version": SCHEMA_VERSION,
@@ -163,6 +174,8 @@ def evaluate(
         "rel_err_reduction_vs_best_single": reduction,
         "best_single": None if best_single is None else best_single.policy,
         "rows": [r.as_json() for r in rows],
+        **({"curve": [{"head": h.name, "cost_weight": h.cost_weight, "pass_at_1": round(r.pass_at_1, 4),
+                       "usd_per_task": r.usd_per_task} for h, r in zip(heads, rows)]} if len(heads) > 1 else {}),
         "partial": budget.refusal is not None,
         "error": budget.refusal,
         "budget": budget.as_json(),
