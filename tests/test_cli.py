@@ -182,7 +182,7 @@ def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
     assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
                          "do not fit this run")
     assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"), 3,
-                         "no such file, and no head of that name")
+                         "no head of that name")
     (workdir / "one.toml").write_text('[[agents]]\nname="solo"\nprovider="local"\nmodel="embedded"\n')
     assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)), 3,
                          "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [solo=local:embedded]")
@@ -270,9 +270,10 @@ def test_train_with_a_malformed_task_file_exits_2(workdir):
                          "bad.jsonl:1: field 'prompt' is missing")
 
 
-def test_doctor_reports_isolation_agents_paths_and_backend(workdir):
+def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, monkeypatch):
     from trinity_cli.tasks.sandbox import MODES
 
+    monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))  # a home no run has logged to yet
     result = trinity("doctor", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -282,8 +283,16 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir):
     assert report["paths"]["cache"].startswith(os.environ["TRINITY_HOME"])
     assert report["coordinator"]["backend"] in ("CPU", "Metal", "GPU offload available")
     assert report["coordinator"]["threads"] >= 1
+    log = Path(report["paths"]["run_log"]["path"])
+    assert log == workdir / "home" / "data" / "runs.sqlite" and report["paths"]["run_log"]["bytes"] is None
     screen = trinity("doctor")
     assert screen.returncode == 0 and "sandbox" in screen.stderr and "coordinator" in screen.stderr
+    assert f"run_log {log} (not created yet)" in screen.stderr
+
+    assert trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q").returncode in (0, 6)
+    size = json.loads(trinity("doctor", "--json").stdout)["paths"]["run_log"]["bytes"]
+    assert isinstance(size, int) and size == log.stat().st_size > 0
+    assert f"run_log {log} ({size:,} bytes)" in trinity("doctor").stderr
     (workdir / "remote.toml").write_text('[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\napi_key_env="NOPE_KEY"\n')
     assert trinity("doctor", "--pool", "remote.toml").returncode == 3
 

@@ -3,7 +3,9 @@ display drew it, summed, pruned; concurrent, locked, corrupt and newer logs neve
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import time
@@ -16,6 +18,7 @@ from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 from test_cli import TRINITY, trinity
 from wire.server import WireServer, openai_stream
 
+from trinity_cli.cli.display import episode_json
 from trinity_cli.config import parse_pool
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.roles import Role
@@ -30,7 +33,7 @@ from trinity_cli.runlog import (
     summary_row,
 )
 
-PROBLEM_MD = "# Add\n\nWrite `add(a, b)`.\n\n```python\ndef add(a, b):\n```\n"
+PROBLEM_MD = "# Add\n\nWrite `add(a, b)` — the sum.\n\n```python\ndef add(a, b):\n```\n"  # not ASCII
 PLAN, ANSWER, ACCEPT = "the plan", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>ACCEPT</verdict>"
 ANY_ROLE = f"{ANSWER}\n{ACCEPT}"  # a reply that serves whichever role receives it
 SOLVE = ("solve", "p.md", "--pool", "pool.toml", "--weights", "none")
@@ -49,7 +52,7 @@ def server(workdir: Path, home: Path):
     wire = WireServer()
     (workdir / "pool.toml").write_text(f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\n'
                                        f'base_url="{wire.url}/v1"\nprice_in=2.0\nprice_out=8.0\ntimeout_s=90\n')
-    (workdir / "p.md").write_text(PROBLEM_MD)
+    (workdir / "p.md").write_text(PROBLEM_MD, encoding="utf-8")
     yield wire
     wire.close()
 
@@ -74,6 +77,9 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     assert run["command"] == "solve" and run["verdict"] == "accepted" and run["turns"] == 3
     assert run["agents"] == ["srv"] and run["usd"] == pytest.approx(json.loads(solved.stdout)["usd"])
     assert set(run) == {"id", "time", "command", "problem_sha256", "verdict", "turns", "usd", "agents"}
+    assert run["problem_sha256"] == hashlib.sha256(PROBLEM_MD.encode()).hexdigest()  # of the text as read
+    with RunLog.open() as log:
+        assert log.get_run(run["id"]).row["problem"] == Path("p.md").read_text(encoding="utf-8") == PROBLEM_MD
 
     shown = trinity("logs", "show", "last", "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout) == json.loads(solved.stdout)
@@ -81,6 +87,33 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     assert replayed.returncode == 0
     assert replayed.stderr == solved.stderr and "turn  3" in replayed.stderr  # line for line, as drawn
     assert replayed.stdout == "def add(a, b):\n    return a + b\n"
+
+
+def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
+    """A solve checked by the problem's doctest examples: a wrong answer accepted (tests FAILED,
+    the ACCEPT overruled), one that does not parse accepted (syntax FAILED), then a right one."""
+    from test_solve_checks import ACCEPT as VERIFIER_ACCEPT
+    from test_solve_checks import BROKEN, PROBLEM_TEXT, RIGHT, WRONG
+
+    (workdir / "add.md").write_text(PROBLEM_TEXT)
+    replies = [PLAN, WRONG, VERIFIER_ACCEPT, PLAN, BROKEN, VERIFIER_ACCEPT, PLAN, RIGHT, VERIFIER_ACCEPT]
+    server.responses += [openai_stream(text) for text in replies]
+    solved = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "9", "--json")
+    assert solved.returncode == 0, solved.stderr
+    report = json.loads(solved.stdout)
+    assert report["verdict"] == "accepted" and len(report["turns"]) == 9 and report["tests"]["passed"] is True
+    drawn = solved.stderr
+    assert "checked by problem examples (2 tests)" in drawn
+    checks = [line.split()[:2] for line in drawn.splitlines() if line.startswith(" ")]
+    assert checks == [["tests", "FAILED"], ["syntax", "FAILED"], ["tests", "passed"]], drawn
+
+    replayed = trinity("logs", "show", "last")
+    assert replayed.returncode == 0 and replayed.stdout == "def add(a, b):\n    return a + b\n"
+    assert replayed.stderr == drawn  # header, every turn, every check, as drawn
+    shown = trinity("logs", "show", "last", "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout) == report
+    [run] = runs_in_log()
+    assert run["problem_sha256"] == hashlib.sha256((workdir / "add.md").read_bytes()).hexdigest()
 
 
 def test_each_turn_is_in_the_log_when_it_finishes_and_a_killed_run_keeps_them(server):
@@ -186,16 +219,23 @@ def test_no_log_writes_nothing(server, monkeypatch, how):
 def test_an_older_log_migrates_and_keeps_its_rows(home):
     path = default_path()
     path.parent.mkdir(parents=True)
-    sqlite3.connect(path).close()  # version 0: an empty database
+    db = sqlite3.connect(path, isolation_level=None)
+    migrate(db, MIGRATIONS[:1])  # a version 1 log (no checks.source), with a run and a check
+    db.execute("INSERT INTO runs (time, command, problem, problem_sha256, pool, head, settings) "
+               "VALUES ('2025-01-01T00:00:00+00:00', 'solve', 'p', 'x', '{}', 'h', '{}')")
+    db.execute("INSERT INTO checks VALUES (1, 2, 0, 'add(2, 3) failed')")
+    db.close()
     log = RunLog.open(path)
+    assert log.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS) == 2
+    assert log.get_run(1).checks == [{"run_id": 1, "turn": 2, "passed": 0, "summary": "add(2, 3) failed",
+                                      "source": "tests"}]
     run_id = log.start_run("solve", "p", pool(), "head")
-    assert log.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
     log.close()
-    # the mechanism: a version 2 that adds a column finds the version 1 log and moves it forward
+    # the mechanism: a next version that adds a column finds this log and moves it forward
     db = sqlite3.connect(path, isolation_level=None)
     migrate(db, [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT", "UPDATE runs SET note = 'kept'")])
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-    assert db.execute("SELECT id, note FROM runs").fetchall() == [(run_id, "kept")]
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+    assert db.execute("SELECT id, note FROM runs").fetchall() == [(1, "kept"), (run_id, "kept")]
     migrate(db, [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT",)])  # done already: not again
     db.close()
 
@@ -225,8 +265,8 @@ def pool():
 def logged_episode(plan: list[tuple[int, Role]], replies: list[str]) -> RunLogSink:
     """A real episode of the loop (scripted agents) through the same sink `solve` uses."""
     warnings: list[str] = []
-    sink = RunLogSink.start(PROBLEM_MD, pool(), "scripted head", final=lambda r: {"verdict": r.verdict},
-                            warn=warnings.append)
+    sink = RunLogSink.start(PROBLEM_MD, pool(), "scripted head", final=lambda r: episode_json(r, ["alpha", "beta"]),
+                            warn=warnings.append)  # the stored result is what `solve --json` prints
     provider = ScriptedProvider(list(replies), price_per_call=0.01)  # both agents answer from one script
     agents = [Agent(name, provider, 100) for name in ("alpha", "beta")]
     run_episode(Problem.from_markdown(PROBLEM_MD), agents, CountingCoordinator(), ScriptedPolicy(tuple(plan)),
@@ -238,11 +278,27 @@ def logged_episode(plan: list[tuple[int, Role]], replies: list[str]) -> RunLogSi
 W, V, T = Role.WORKER, Role.VERIFIER, Role.THINKER
 
 
-def test_list_filters_by_verdict_agent_since_and_count(home):
+@pytest.fixture(params=["UTC", "America/Los_Angeles", "Asia/Kolkata"])
+def zone(request, home):
+    """The local time zone, here and in the subprocesses: `--since` and the listing are local time."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = request.param
+    time.tzset()
+    yield request.param
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+def test_list_filters_by_verdict_agent_since_and_count(zone):
     accepted = logged_episode([(0, W), (1, V)], [ANSWER, ACCEPT]).run_id  # alpha writes, beta accepts
     turn_limit = logged_episode([(1, T), (1, W)], [PLAN, ANSWER]).run_id  # beta only
+    new_year = datetime(2020, 1, 1).astimezone()  # local midnight, stored in UTC as a run's time is
     with RunLog.open() as log:
-        log.db.execute("UPDATE runs SET time = ? WHERE id = ?", ("2020-01-01T00:00:00+00:00", accepted))
+        log.db.execute("UPDATE runs SET time = ? WHERE id = ?",
+                       (new_year.astimezone(timezone.utc).isoformat(timespec="seconds"), accepted))
     assert [r["id"] for r in runs_in_log()] == [turn_limit, accepted]
 
     def ids(*args: str) -> list[int]:
@@ -251,9 +307,11 @@ def test_list_filters_by_verdict_agent_since_and_count(home):
     assert ids("--verdict", "accepted") == [accepted] and ids("--verdict", "turn_limit") == [turn_limit]
     assert ids("--agent", "alpha") == [accepted] and ids("--agent", "beta") == [turn_limit, accepted]
     assert ids("--since", "2021-06-01") == [turn_limit] and ids("--since", "2019-12-31T23:00") == [turn_limit, accepted]
+    assert ids("--since", "2020-01-01T00:30") == [turn_limit]  # local time: half an hour after the run
     assert ids("-n", "1") == [turn_limit]
     listed = trinity("logs")
     assert listed.returncode == 0 and "turn_limit" in listed.stderr and "accepted" in listed.stderr
+    assert "2020-01-01 00:00" in listed.stderr  # shown in local time
 
 
 def test_stats_sum_calls_tokens_usd_and_accept_rate_per_agent_and_day(home):
@@ -333,6 +391,34 @@ def test_eval_is_one_summary_row(workdir, home):
     assert trinity("eval", *flags, "--no-log").returncode == 0 and len(runs_in_log()) == 1
 
 
+def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
+    """A real tiny train (a dry run would log nothing anyway): --no-log first, then the control."""
+    from test_head_precedence import SIM_POOL
+
+    from trinity_cli.tasks.taskset import load_humaneval, select_split
+
+    tasks = select_split(load_humaneval(), "train")[:2]  # the fewest a train takes: seconds, not a minute
+    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
+        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+         "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
+    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--generations", "1", "--popsize", "2",
+             "--batch-size", "2", "--max-turns", "1", "--project", "2", "-q"]
+    unlogged = trinity("train", *flags, "--out", "quiet.npz", "--no-log")
+    assert unlogged.returncode == 0, unlogged.stderr
+    assert (workdir / "quiet.npz").is_file() and not default_path().exists()
+
+    logged = trinity("train", *flags, "--out", "h.npz")
+    assert logged.returncode == 0, logged.stderr
+    [run] = runs_in_log()
+    assert (run["command"], run["verdict"], run["turns"]) == ("train", "completed", 0)
+    assert run["agents"] == ["sim-strings", "sim-lists", "sim-math"] and run["usd"] > 0
+    shown = json.loads(trinity("logs", "show", "last", "--json").stdout)
+    assert shown["problem"] == "tasks.jsonl:train" and shown["head"] == "h.npz"
+    assert shown["result"]["out"] == "h.npz" and shown["result"]["generations"] == 1
+    assert shown["result"]["spent_usd"] == pytest.approx(run["usd"])
+    assert shown["settings"]["popsize"] == 2 and "api_key_env" not in json.dumps(shown["pool"])
+
+
 def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
     with pytest.raises(KeyboardInterrupt), summary_row("train", "t.jsonl:train", pool(), "h.npz", {"seed": 0},
                                                        enabled=True, warn=print):
@@ -345,8 +431,15 @@ def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
 def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):
     key = "sk-live-0123456789abcdef"
     monkeypatch.setenv("ALPHA_KEY", key)
-    logged_episode([(0, W), (1, V)], [f"{ANSWER}\n# {key}", ACCEPT])  # an agent that echoes the key
+    echoed = f"```python\ndef add(a, b):\n    return a + b  # {key}\n```\nmy key is {key}"  # in the answer and beyond
+    run_id = logged_episode([(0, W), (1, V)], [echoed, ACCEPT]).run_id
     data = default_path().read_bytes() + b"".join(p.read_bytes() for p in default_path().parent.glob("*-wal"))
     assert key.encode() not in data and b"ALPHA_KEY" not in data
     assert b"***" in data and b"alpha" in data
+    with RunLog.open() as log:  # every place the echo is stored, the key redacted in each
+        stored = log.get_run(run_id)
+    hidden = echoed.replace(key, "***")
+    assert stored.turns[0]["text"] == hidden and stored.turns[0]["answer"].endswith("# ***\n")
+    assert stored.row["answer"] == stored.turns[0]["answer"] == stored.row["result"]["answer"]
+    assert stored.row["result"]["turns"][0]["text"] == hidden and stored.row["result"]["verdict"] == "accepted"
 

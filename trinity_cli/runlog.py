@@ -88,6 +88,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX checks_by_run ON checks (run_id, turn)",
     ),
+    # 2: which check it was ("syntax": the answer did not parse), so a replay draws it as shown
+    ("ALTER TABLE checks ADD COLUMN source TEXT NOT NULL DEFAULT 'tests'",),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -224,8 +226,9 @@ class RunLog:
              int(record.usd_estimated), record.seconds),
         )
 
-    def add_check(self, run_id: int, turn: int, passed: bool, summary: str) -> None:
-        self.db.execute("INSERT INTO checks VALUES (?, ?, ?, ?)", (run_id, turn, int(passed), redact(summary)))
+    def add_check(self, run_id: int, turn: int, passed: bool, summary: str, source: str = "tests") -> None:
+        self.db.execute("INSERT INTO checks (run_id, turn, passed, summary, source) VALUES (?, ?, ?, ?, ?)",
+                        (run_id, turn, int(passed), redact(summary), source))
 
     def finish_run(self, run_id: int, verdict: str, *, answer: str | None = None, usd: float = 0.0,
                    error: str | None = None, result: dict[str, Any] | None = None) -> None:
@@ -338,7 +341,8 @@ class RunLogSink:
         if isinstance(event, TurnFinished):
             self.log.add_turn(self.run_id, event.record)
         elif isinstance(event, CheckFinished):
-            self.log.add_check(self.run_id, event.turn, event.outcome.passed, event.outcome.summary)
+            outcome = event.outcome
+            self.log.add_check(self.run_id, event.turn, outcome.passed, outcome.summary, outcome.source)
         elif isinstance(event, EpisodeFinished):
             result = event.result
             self.log.finish_run(self.run_id, result.verdict, answer=result.answer, usd=result.usd,

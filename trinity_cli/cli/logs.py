@@ -227,7 +227,7 @@ def replay(stored: StoredRun) -> tuple[list[Event], EpisodeResult]:
         events += [TurnStarted(decision), TurnFinished(record)]
         for c in stored.checks:
             if c["turn"] == t["turn"]:
-                last_check = CheckFinished(t["turn"], CheckOutcome(bool(c["passed"]), c["summary"]))
+                last_check = CheckFinished(t["turn"], CheckOutcome(bool(c["passed"]), c["summary"], c["source"]))
                 events.append(last_check)
     row = stored.row
     answers = [r for r in records if r.answer is not None]
