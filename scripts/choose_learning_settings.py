@@ -28,7 +28,6 @@ from learning import (
     SETTINGS_FILE,
     PermutedCoordinator,
     chosen_settings,
-    paired_margin,
     train_and_score,
 )
 
@@ -39,6 +38,7 @@ from trinity_cli.embedded import embedded_model_path, gguf_sha256
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_humaneval, select_split, validation_slice
+from trinity_cli.train.baselines import paired_margin
 from trinity_cli.train.es import TrainSettings
 
 SIM_POOL = ROOT / "examples" / "sim-pool.toml"

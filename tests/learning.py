@@ -21,7 +21,7 @@ from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Problem, Transcript
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.baselines import HeadUnderTest, evaluate
+from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings, train
 
 SETTINGS_FILE = Path(__file__).resolve().parent / "learning_settings.json"
@@ -49,13 +49,6 @@ class PermutedCoordinator:
     def encode(self, transcript: Transcript) -> Encoding:
         problem = self.swap[transcript.problem.task_id]
         return self.inner.encode(Transcript(problem, transcript.turns))
-
-
-def paired_margin(a, b) -> float:
-    """Mean of a − b over tasks, in standard errors of that mean."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    se = d.std(ddof=1) / np.sqrt(len(d))
-    return float(d.mean() / se) if se > 0 else (float("inf") if d.mean() > 0 else 0.0)
 
 
 def train_and_score(pool, all_tasks: list[Task], fit: list[Task], scored: list[Task], coordinator: Any, grader,

@@ -39,6 +39,7 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     report = json.loads(result.stdout)
     policies = [r["policy"] for r in report["rows"]]
     assert policies[:2] == ["trained:w0", "trained:w3"] and "cascade" in policies and policies[-1] == "oracle"
+    assert set(report["paired_margin_se"]) == {"vs_best_single", "vs_random", "vs_cascade"}
     assert [(c["head"], c["cost_weight"]) for c in report["curve"]] == [("trained:w0", 0.0), ("trained:w3", 3.0)]
     same = report["rows"][0]
     assert report["curve"][0]["pass_at_1"] == same["pass_at_1"] and report["curve"][0]["usd_per_task"] == same["usd_per_task"]

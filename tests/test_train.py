@@ -19,7 +19,6 @@ from learning import (
     SETTINGS_FILE,
     PermutedCoordinator,
     chosen_settings,
-    paired_margin,
     train_and_score,
 )
 
@@ -30,6 +29,7 @@ from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_humaneval, select_split, validation_slice
+from trinity_cli.train.baselines import paired_margin
 from trinity_cli.train.checkpoint import load
 from trinity_cli.train.es import TrainSettings, train
 

@@ -6,7 +6,9 @@ agent answering once as Worker), `cascade` (the cheapest agent's Worker answer, 
 cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; all the way
 up the price list), and `oracle` (a task counts when any agent's Worker answer passes, alone
 or after any agent's Thinker turn). Every row skips the roles an agent may not play. The best single is the best `single:` or
-`pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best.
+`pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best; `paired_margin_se`
+gives the first head's paired margins over the best single, random and cascade on the same
+tasks, in standard errors of the per-task difference (null when that difference never varies).
 
 Under a budget every row's episodes (the oracle's many plans included) draw on one `Budget`.
 At its first refusal the evaluation stops: the row in progress is dropped, as its refused
@@ -75,6 +77,16 @@ def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordina
     usd = sum(sum(r.usd for r in rs) / len(rs) for rs in results)
     turns = sum(sum(r.turns for r in rs) / len(rs) for rs in results)
     return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks))
+
+
+def paired_margin(a: Sequence[float], b: Sequence[float]) -> float:
+    """Mean of a − b over the same tasks, in standard errors of that mean (±inf when every
+    task differs the same way)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+    if se > 0:
+        return float(d.mean() / se)
+    return 0.0 if d.mean() == 0 else math.copysign(math.inf, d.mean())
 
 
 def playing(agents: Sequence[Any], role: Role) -> list[int]:
@@ -164,15 +176,23 @@ def evaluate(
     singles = [r for r in rows if r.policy.startswith(("single:", "pipeline:"))]
     best_single = max(singles, key=lambda r: r.pass_at_1) if singles else None
     reduction = None
+    by_name = {r.policy: r for r in rows}
+    margins = {}
     if best_single is not None:
         err_best = 1.0 - best_single.pass_at_1
         trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is the first head's: heads come first
         reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else 0.0
+        for key, other in (("vs_best_single", best_single), ("vs_random", by_name.get("random")),
+                           ("vs_cascade", by_name.get("cascade"))):
+            if other is not None:
+                margin = paired_margin(rows[0].passes, other.passes)
+                margins[key] = round(margin, 3) if math.isfinite(margin) else None  # JSON has no infinity
     return {
         "schema_version": SCHEMA_VERSION,
         "tasks": len(tasks),
         "rel_err_reduction_vs_best_single": reduction,
         "best_single": None if best_single is None else best_single.policy,
+        "paired_margin_se": margins,
         "rows": [r.as_json() for r in rows],
         **({"curve": [{"head": h.name, "cost_weight": h.cost_weight, "pass_at_1": round(r.pass_at_1, 4),
                        "usd_per_task": r.usd_per_task} for h, r in zip(heads, rows)]} if len(heads) > 1 else {}),
