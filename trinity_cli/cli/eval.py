@@ -73,9 +73,9 @@ def eval_command(
     for choice in choices:
         training = (choice.meta or {}).get("training", {})
         if training.get("tasks") == tasks and split in ("train", "all"):
-            stderr.print(f"warning: these tasks overlap the training split of {choice.source} ({tasks}:train)", markup=False)
+            stderr.print(f"warning: these tasks overlap the head's training split ({tasks}:train): {choice.source}", markup=False)
     caches = open_caches(no_cache)
-    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
+    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
     workers = workers or default_workers(agents)
     coordinators: dict[str, Any] = {}  # one per transcript format; `--weights none` needs no GGUF
     heads = []
