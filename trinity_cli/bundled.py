@@ -19,6 +19,9 @@ A probability-only source (EvalPerf keeps no failing programs), one line per mod
 
 `pass_rate` is the share of the model's samples that passed (EvalPerf: 100 at T=1.0);
 `correct` holds some of its passing programs, possibly none.
+
+An agent replays a record with `provider = "replay"` (providers/replay.py); each line is
+validated when the record is first read (providers/record_file.py).
 """
 
 from __future__ import annotations

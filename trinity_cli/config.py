@@ -1,9 +1,9 @@
 """The pool file: which agents exist, how to reach them, what they cost.
 
-Lookup order: `--pool`, then `$TRINITY_POOL`, then `./trinity.toml`, then
-`<user config dir>/pool.toml`, then the built-in offline default (two agents on the embedded
-model, greedy and T=0.8, so routing has a real choice even offline). Keys are strict: an unknown
-key is an error naming the file and the key.
+Lookup order: `--pool`, then `$TRINITY_POOL` (each a path or a bundled pool's name: an existing
+path wins), then `./trinity.toml`, then `<user config dir>/pool.toml`, then the built-in offline
+default (two agents on the embedded model, greedy and T=0.8, so routing has a real choice even
+offline). Keys are strict: an unknown key is an error naming the file and the key.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -24,8 +25,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-PROVIDERS = ("openai", "anthropic", "gemini", "local", "sim")
+PROVIDERS = ("openai", "anthropic", "gemini", "local", "sim", "replay")
 SIM_KEYS = ("skills", "default_skill", "thinker_boost", "verifier_accuracy", "seed")
+REPLAY_ROLES = ("worker", "verifier")  # a replayed model has no recorded plans: it cannot think
 MODES = ("chat", "completion")
 TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
 ROLES = ("thinker", "worker", "verifier")  # the names core.roles.Role takes  # the request key that carries max_tokens
@@ -58,7 +60,9 @@ class AgentSpec:
     default_skill: float = 0.3  # ... for tags not listed
     thinker_boost: float = 0.0  # added when a Thinker turn came before
     verifier_accuracy: float = 0.8  # probability that a sim Verifier's verdict is right
-    seed: int = 0
+    seed: int = 0  # sim and replay: varies the agent's seeded draws
+    # provider "replay" only (see providers/replay.py): the record file, resolved at load
+    record: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,11 +92,15 @@ _COORDINATOR_KEYS = {f.name for f in fields(CoordinatorSpec)}
 
 def find_pool_file(flag: str | None) -> Path | None:
     """The pool file to use, by the documented precedence; None means the built-in default."""
-    if flag:
-        return Path(flag).expanduser()
-    env = os.environ.get("TRINITY_POOL")
-    if env:
-        return Path(env).expanduser()
+    from trinity_cli.bundled import pool_names, pool_path
+
+    for given in (flag, os.environ.get("TRINITY_POOL")):
+        if given:
+            try:
+                return pool_path(given)  # an existing path wins, else a bundled name
+            except ConfigError:
+                raise ConfigError(f"pool file not found: {given} (no such file, and no bundled pool of that "
+                                  f"name: {', '.join(pool_names())})") from None
     for candidate in (Path("trinity.toml"), paths.config_dir() / "pool.toml"):
         if candidate.is_file():
             return candidate
@@ -205,8 +213,12 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
             raise bad("stop", "must be a string or a list of non-empty strings")
         raw["stop"] = tuple(stop)
     for key in SIM_KEYS:
-        if key in raw and raw["provider"] != "sim":
+        if key in raw and raw["provider"] != "sim" and not (key == "seed" and raw["provider"] == "replay"):
             raise bad(key, "applies to provider \"sim\" only")
+    if raw["provider"] == "replay":
+        _replay(source, raw, bad)
+    elif "record" in raw:
+        raise bad("record", "applies to provider \"replay\" only")
     if "skills" in raw:
         skills = raw["skills"]
         if not isinstance(skills, dict) or not all(_probability(v) for v in skills.values()):
@@ -224,6 +236,22 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
     if raw["provider"] == "openai" and "token_param" not in raw:
         raw["token_param"] = default_token_param(raw.get("base_url"))
     return AgentSpec(**raw)
+
+
+def _replay(source: str, raw: dict[str, Any], bad: Callable[[str, str], ConfigError]) -> None:
+    """A replay agent: its record found (beside the pool file, as written, or a bundled name)
+    and its roles kept to those a recorded model can play."""
+    from trinity_cli.bundled import record_path
+
+    if not isinstance(raw.get("record"), str) or not raw["record"].strip():
+        raise bad("record", "is required for provider \"replay\": a record file's path or a bundled record's name")
+    try:
+        raw["record"] = str(record_path(_beside(source, raw["record"])))
+    except ConfigError as exc:
+        raise bad("record", f"cannot be found: {exc.message}") from None
+    if "thinker" in raw.get("roles", ()):
+        raise bad("roles", f"includes thinker, but a replay agent only replays recorded programs: use a subset of {list(REPLAY_ROLES)}")
+    raw.setdefault("roles", REPLAY_ROLES)
 
 
 def default_token_param(base_url: str | None) -> str:

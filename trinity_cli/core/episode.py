@@ -159,6 +159,7 @@ def request_for(state: EpisodeState, decision: Decision) -> Request | None:
         answer_prefix=problem.code_prompt if decision.role is Role.WORKER else "",
         task_id=problem.task_id,
         candidate=state.transcript.latest_answer,
+        attempt=sum(t.agent == decision.agent and t.role is Role.WORKER for t in state.transcript.turns),
     )
 
 

@@ -75,25 +75,41 @@ class SimProvider:
 
 
 class _Mutate(ast.NodeTransformer):
-    """One plausible bug: flip the first comparison, else the first arithmetic operator."""
+    """One plausible bug: flip a comparison, or an arithmetic operator: the `site`-th such
+    operator in the tree's order (0: the first one)."""
 
     FLIPS: ClassVar = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
     ARITH: ClassVar = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
 
-    def __init__(self) -> None:
+    def __init__(self, site: int = 0) -> None:
+        self.site = site
+        self.sites = 0  # operators seen that could be flipped
         self.done = False
 
+    def _here(self) -> bool:
+        self.sites += 1
+        self.done = self.done or self.sites - 1 == self.site
+        return self.sites - 1 == self.site
+
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        if not self.done and type(node.ops[0]) in self.FLIPS:
+        if type(node.ops[0]) in self.FLIPS and self._here():
             node.ops[0] = self.FLIPS[type(node.ops[0])]()
-            self.done = True
         return self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        if not self.done and type(node.op) in self.ARITH:
+        if type(node.op) in self.ARITH and self._here():
             node.op = self.ARITH[type(node.op)]()
-            self.done = True
         return self.generic_visit(node)
+
+
+def mutants(code: str) -> list[str]:
+    """Every one-operator mutant of `code`, in the tree's order (none when it does not parse)."""
+    try:
+        counter = _Mutate(site=-1)
+        counter.visit(ast.parse(code))
+        return [ast.unparse(_Mutate(site).visit(ast.parse(code))) + "\n" for site in range(counter.sites)]
+    except (SyntaxError, ValueError, RecursionError):
+        return []
 
 
 def wrong_solution(task: Task) -> str:

@@ -50,7 +50,7 @@ def episode_worst_usd(task: Task, agents: Sequence[AgentSpec], max_turns: int) -
 def call_worst_usd(agent: AgentSpec, prompt_tokens: int) -> float:
     if agent.provider == "local":
         return 0.0
-    attempts = 1 if agent.provider == "sim" else 1 + agent.retries  # the others retry (providers.registry)
+    attempts = 1 if agent.provider in ("sim", "replay") else 1 + agent.retries  # the others retry (providers.registry)
     return attempts * Prices(agent.price_in, agent.price_out).usd(prompt_tokens, agent.max_tokens)
 
 
