@@ -3,8 +3,9 @@
 For each setting of a small grid, trains the head on the train split minus its validation slice
 and scores it on the validation slice against every baseline; the choice is the setting with
 the largest paired margin over the stronger of the best single agent and the cascade. It writes
-the grid and the choice to docs/recorded/<pool>[-w<cost weight>].json and prints the two
-commands that make and score the shipped head (the whole train split; the test split, once).
+the grid and the choice to docs/recorded/<pool>[-w<cost weight>].json and the chosen head (as
+trained on that slice) to weights/<pool>[-w<cost weight>].npz, and prints the command that
+scores it on the test split, once.
 
     python scripts/choose_recorded_settings.py --pool ldb-humaneval --tasks humaneval
     python scripts/choose_recorded_settings.py --pool ldb-mbpp --tasks mbpp --cost-weight 3
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 import tempfile
 import time
 from dataclasses import asdict
@@ -25,15 +27,16 @@ from trinity_cli.coordinator.llama import LlamaCoordinator
 from trinity_cli.coordinator.memo import MemoCoordinator
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
-from trinity_cli.runtime import coordinator_path
+from trinity_cli.runtime import backbone_of, coordinator_path
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_tasks, select_split, validation_slice
 from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings, train
+from trinity_cli.weights import metadata_for, save_head
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = {"project": [8, 16], "sigma0": [0.1, 0.3]}
-FIXED = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0}
+GRID = {"project": [8, 16]}
+FIXED = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0, "sigma0": 0.3}
 
 
 def main() -> None:
@@ -42,8 +45,9 @@ def main() -> None:
     parser.add_argument("--tasks", required=True)
     parser.add_argument("--cost-weight", type=float, default=0.0)
     parser.add_argument("--max-turns", type=int, default=2)
+    parser.add_argument("--scratch", type=Path, help="Caches to reuse (default: a new temp dir).")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="trinity-recorded-"))
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-recorded-"))
     pool = load_pool(args.pool)
     tasks = load_tasks(args.tasks)
     fit, validation = validation_slice(select_split(tasks, "train"))
@@ -60,6 +64,10 @@ def main() -> None:
                                  cost_weight=args.cost_weight)
         started = time.perf_counter()
         result = train(fit, agents, coordinator, grader, settings, scratch / f"run-{len(results)}.ckpt")
+        save_head(scratch / f"run-{len(results)}.npz", result.head, metadata_for(
+            backbone_of(pool), pool, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
+            training={"tasks": args.tasks, "split": "train minus its validation slice", "n_tasks": len(fit),
+                      **asdict(settings), "history": result.history, "how": "scripts/choose_recorded_settings.py"}))
         report = evaluate(validation, agents, [HeadUnderTest("trained", result.head, coordinator)], grader,
                           max_turns=settings.max_turns)
         rows = {r.policy: r for r in report.pop("_rows")}
@@ -72,20 +80,19 @@ def main() -> None:
                "seconds": round(time.perf_counter() - started, 1)}
         print(json.dumps(row), flush=True)
         results.append(row)
-    chosen = max(results, key=lambda r: (r["margin_vs_rival_se"], -results.index(r)))["settings"]
+    best = max(range(len(results)), key=lambda i: (results[i]["margin_vs_rival_se"], -i))
+    chosen = results[best]["settings"]
     name = args.pool + (f"-w{args.cost_weight:g}" if args.cost_weight else "")
+    for suffix in (".npz", ".json"):
+        shutil.copy(scratch / f"run-{best}{suffix}", ROOT / "weights" / f"{name}{suffix}")
     out = ROOT / "docs" / "recorded" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"how": "scripts/choose_recorded_settings.py", "pool": args.pool, "tasks": args.tasks,
                                "fit_tasks": len(fit), "validation_tasks": len(validation), "grid": results,
                                "chosen": chosen}, indent=2) + "\n")
-    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in chosen.items()
-                     if k in ("generations", "popsize", "sigma0", "batch_size", "seed", "max_turns", "cost_weight", "project"))
-    print(f"chosen: {chosen}\n"
-          f"trinity train --pool {args.pool} --tasks {args.tasks} {flags} --out weights/{name}.npz\n"
+    print(f"chosen: {chosen}; wrote weights/{name}.npz\n"
           f"trinity eval --pool {args.pool} --tasks {args.tasks} --split test --max-turns {args.max_turns} "
           f"--weights weights/{name}.npz --json")
-
 
 if __name__ == "__main__":
     main()
