@@ -7,8 +7,6 @@ record fails before any episode runs, never halfway through a training run.
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import threading
 from collections.abc import Iterator
@@ -17,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli.errors import ConfigError
+from trinity_cli.tasks.taskset import json_objects
 
 PROGRAM_KEYS = ("model", "task_id", "code", "sample", "round", "tokens_in", "tokens_out")
 RATE_KEYS = ("model", "task_id", "pass_rate", "correct")
@@ -128,23 +127,11 @@ def parse_record(path: Path) -> Record:
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, validated object) for each non-blank line."""
-    try:
-        data = path.read_bytes()
-        text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read record {path}: {exc}") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, _checked(line, f"{path}:{number}")
+    for number, raw in json_objects(path, ConfigError, "record"):
+        yield number, _checked(raw, f"{path}:{number}")
 
 
-def _checked(line: str, where: str) -> dict[str, Any]:
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: not valid JSON ({exc.msg})") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: each line must be a JSON object")
+def _checked(raw: dict[str, Any], where: str) -> dict[str, Any]:
     allowed = RATE_KEYS if "pass_rate" in raw else PROGRAM_KEYS
     for key in raw:
         if key not in allowed:

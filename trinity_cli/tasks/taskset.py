@@ -17,12 +17,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from trinity_cli.core.transcript import Problem
-from trinity_cli.errors import TaskFileError
+from trinity_cli.errors import TaskFileError, TrinityError
 
 SPLIT_SALT = "trinity-split-v1:"
 TEST_BYTE_BELOW = 77
@@ -121,25 +123,32 @@ def validation_slice(train: list[Task]) -> tuple[list[Task], list[Task]]:
     return [t for t in train if not held(t)], [t for t in train if held(t)]
 
 
-def read_jsonl(path: Path) -> list[Task]:
-    """Tasks from a JSONL file (gzip allowed); a bad line is an error naming file:line."""
-    opener = gzip.open if path.suffix == ".gz" else open
+def json_objects(path: Path, error: type[TrinityError], what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSON Lines file (gzip allowed); an
+    unreadable file or a line that is not a JSON object raises `error` naming where."""
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            lines = handle.readlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskFileError(f"cannot read task file {path}: {exc}") from None
-    tasks = []
-    for number, line in enumerate(lines, start=1):
+        data = path.read_bytes()
+        text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TaskFileError(f"{where}: not valid JSON ({exc.msg})") from None
+            raise error(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(raw, dict):
-            raise TaskFileError(f"{where}: each line must be a JSON object")
+            raise error(f"{where}: each line must be a JSON object")
+        yield number, raw
+
+
+def read_jsonl(path: Path) -> list[Task]:
+    """Tasks from a JSONL file (gzip allowed); a bad line is an error naming file:line."""
+    tasks = []
+    for number, raw in json_objects(path, TaskFileError, "task file"):
+        where = f"{path}:{number}"
         for key in REQUIRED:
             if not isinstance(raw.get(key), str) or not raw[key]:
                 raise TaskFileError(f"{where}: field {key!r} is missing or not a string")
