@@ -39,12 +39,17 @@ def probabilities(draw, n):
     return raw / raw.sum()
 
 
+@st.composite
+def masked_choices(draw):
+    """A mask and a policy's choice over its agents and the three roles."""
+    mask = draw(masks())
+    return mask, Choice(probabilities(draw, mask.shape[0]), probabilities(draw, 3))
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_every_choice_is_an_allowed_pair(data):
-    mask = data.draw(masks())
-    n = mask.shape[0]
-    choice = Choice(probabilities(data.draw, n), probabilities(data.draw, 3))
+    mask, choice = data.draw(masked_choices())
     draws = data.draw(st.none() | st.tuples(st.floats(0, 0.999), st.floats(0, 0.999)))
     forced = data.draw(st.none() | st.integers(0, 2))
     chosen = decide(choice, mask, draws, forced)
@@ -56,11 +61,9 @@ def test_every_choice_is_an_allowed_pair(data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.data())
-def test_greedy_is_the_joint_argmax_and_sampling_follows_the_joint(data):
-    mask = data.draw(masks())
-    n = mask.shape[0]
-    choice = Choice(probabilities(data.draw, n), probabilities(data.draw, 3))
+@given(masked_choices())
+def test_greedy_is_the_joint_argmax_and_sampling_follows_the_joint(mask_and_choice):
+    mask, choice = mask_and_choice
     joint = np.outer(choice.agent_probs, choice.role_probs) * mask
     joint /= joint.sum()
     greedy = decide(choice, mask)
