@@ -35,7 +35,7 @@ from trinity_cli.train.es import TrainSettings, train
 from trinity_cli.weights import metadata_for, save_head
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = {"project": [8, 16]}
+GRID = {"max_turns": [2], "project": [4, 8, 16]}  # max_turns 3 (Worker, Verifier, Worker) is not in it yet
 FIXED = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0, "sigma0": 0.3}
 
 
@@ -44,7 +44,6 @@ def main() -> None:
     parser.add_argument("--pool", required=True)
     parser.add_argument("--tasks", required=True)
     parser.add_argument("--cost-weight", type=float, default=0.0)
-    parser.add_argument("--max-turns", type=int, default=2)
     parser.add_argument("--scratch", type=Path, help="Caches to reuse (default: a new temp dir).")
     args = parser.parse_args()
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-recorded-"))
@@ -60,8 +59,7 @@ def main() -> None:
                           coordinator_model=pool.coordinator.model)
     results = []
     for values in itertools.product(*GRID.values()):
-        settings = TrainSettings(**FIXED, **dict(zip(GRID, values)), max_turns=args.max_turns,
-                                 cost_weight=args.cost_weight)
+        settings = TrainSettings(**FIXED, **dict(zip(GRID, values)), cost_weight=args.cost_weight)
         started = time.perf_counter()
         result = train(fit, agents, coordinator, grader, settings, scratch / f"run-{len(results)}.ckpt")
         save_head(scratch / f"run-{len(results)}.npz", result.head, metadata_for(
@@ -91,7 +89,7 @@ def main() -> None:
                                "fit_tasks": len(fit), "validation_tasks": len(validation), "grid": results,
                                "chosen": chosen}, indent=2) + "\n")
     print(f"chosen: {chosen}; wrote weights/{name}.npz\n"
-          f"trinity eval --pool {args.pool} --tasks {args.tasks} --split test --max-turns {args.max_turns} "
+          f"trinity eval --pool {args.pool} --tasks {args.tasks} --split test --max-turns {chosen['max_turns']} "
           f"--weights weights/{name}.npz --json")
 
 if __name__ == "__main__":
