@@ -359,3 +359,18 @@ def test_train_and_eval_run_end_to_end_on_a_user_record(user):
     assert rows["cascade"]["pass_at_1"] == 1.0 and rows["cascade"]["mean_turns"] > 2.0
     assert rows["cascade"]["usd_per_task"] < rows["single:dear"]["usd_per_task"]  # cheap's passes cost less
     assert "more than reserved" not in evaluated.stderr  # replies stay within the budget's bound
+
+
+def test_train_dry_run_bounds_replay_replies_by_the_record_not_max_tokens(user):
+    """A recorded reply is as long as the record says, whatever `max_tokens` is: the dry run's
+    worst case must cover the longest recorded program at the dearest output price."""
+    pool = user / "pool.toml"
+    pool.write_text(pool.read_text().replace("price_out = 30.0", "price_out = 30.0\nmax_tokens = 1"))
+    longest = max(len(row["code"].encode()) for row in USER_RECORD)
+    result = trinity("train", "--tasks", str(user / "tasks.jsonl"), "--pool", str(pool), "--out", str(user / "h.npz"),
+                     "--dry-run", "--generations", "1", "--popsize", "2", "--batch-size", "2", "--max-turns", "1")
+    assert result.returncode == 0, result.stderr
+    plan = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    calls = int(plan["agent calls"].split()[2])
+    worst = float(plan["worst case"].split()[0].lstrip("$"))
+    assert worst >= calls * longest * 30.0 / 1e6

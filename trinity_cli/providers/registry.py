@@ -61,9 +61,10 @@ def build_agents(
         prices = Prices(0.0, 0.0) if spec.provider == "local" else Prices(spec.price_in, spec.price_out)
         max_tokens = spec.max_tokens
         if spec.provider == "replay":
-            replay = _replay(spec, by_id, coordinator_model, tasks, problem)
-            provider: Provider = replay
-            max_tokens = max(max_tokens, replay.longest_reply)  # the budget's bound on a recorded reply
+            from trinity_cli.providers.replay import reply_token_bound
+
+            provider: Provider = _replay(spec, by_id, coordinator_model, tasks, problem)
+            max_tokens = reply_token_bound(spec)  # the budget's bound on a recorded reply
         else:
             provider = build_provider(spec, by_id)
             if store is not None:

@@ -80,11 +80,6 @@ class ReplayProvider:
         self._verdicts: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
-    @property
-    def longest_reply(self) -> int:
-        """The budget's bound on a reply's billed tokens (see Record.longest_reply)."""
-        return self.record.longest_reply(self.spec.model) + 128  # + the fence, a mutation, the raise line
-
     def require(self, tasks: Sequence[Task]) -> None:
         """train / eval: the record must hold this model's answer to every task of the set."""
         missing = [t.task_id for t in tasks if not self.record.has(self.spec.model, t.task_id)]
@@ -167,6 +162,13 @@ class ReplayProvider:
             with self._lock:
                 self._verdicts[key] = known
         return known
+
+
+def reply_token_bound(spec: AgentSpec) -> int:
+    """The budget's (and `train --dry-run`'s) bound on a replay reply's billed tokens: the
+    record's longest (Record.longest_reply) + the fence, a mutation, the raise line; never
+    below the agent's `max_tokens`."""
+    return max(spec.max_tokens, load_record(Path(spec.record or "")).longest_reply(spec.model) + 128)
 
 
 def visible_test_verdict(task: Task, candidate: str) -> str:

@@ -2,7 +2,8 @@
 
 The counts follow the loop in `es.train`: each generation plays its mini-batch (`batch_for`)
 once per candidate, and an episode makes at most `max_turns` agent calls. The dollars are an
-upper bound, the most the budget could be asked for: every call at its agent's `max_tokens`,
+upper bound, the most the budget could be asked for: every call at its agent's `max_tokens`
+(a replay agent's: its longest recorded reply),
 every retried attempt billed, and each prompt as long as the transcript allows — the agent view
 keeps at most AGENT_VIEW_TURNS earlier turns of about AGENT_VIEW_CHARS characters, counted here
 at 4 UTF-8 bytes each (`Request.prompt_bytes` counts a byte per token). Replies already in the
@@ -51,7 +52,17 @@ def call_worst_usd(agent: AgentSpec, prompt_tokens: int) -> float:
     if agent.provider == "local":
         return 0.0
     attempts = 1 if agent.provider in ("sim", "replay") else 1 + agent.retries  # the others retry (providers.registry)
-    return attempts * Prices(agent.price_in, agent.price_out).usd(prompt_tokens, agent.max_tokens)
+    return attempts * Prices(agent.price_in, agent.price_out).usd(prompt_tokens, reply_tokens(agent))
+
+
+def reply_tokens(agent: AgentSpec) -> int:
+    """The most tokens a reply is billed: `max_tokens`, or for a replay agent the longest
+    recorded program (its `max_tokens` does not cut a recorded reply)."""
+    if agent.provider == "replay":
+        from trinity_cli.providers.replay import reply_token_bound
+
+        return reply_token_bound(agent)
+    return agent.max_tokens
 
 
 def longest_prompt(task: Task, agents: Sequence[AgentSpec], turn: int) -> int:
