@@ -42,6 +42,15 @@ def coordinator(gguf_path: Path):
     return LlamaCoordinator(gguf_path, n_ctx=4096)
 
 
+@pytest.fixture(scope="session")
+def memo(coordinator, gguf_path: Path):
+    """One hidden-state memo for the learning tests: each task's state is encoded once per run."""
+    from trinity_cli.coordinator.memo import MemoCoordinator
+    from trinity_cli.embedded import gguf_sha256
+
+    return MemoCoordinator(coordinator, gguf_sha256(gguf_path))
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -23,7 +23,6 @@ from learning import (
 )
 
 from trinity_cli.config import parse_pool
-from trinity_cli.coordinator.memo import MemoCoordinator
 from trinity_cli.core.transcript import Transcript
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
@@ -37,13 +36,10 @@ SIM_POOL = Path(__file__).resolve().parent.parent / "examples" / "sim-pool.toml"
 
 
 @pytest.fixture(scope="session")
-def sim(tmp_path_factory, coordinator, gguf_path):
-    from trinity_cli.embedded import gguf_sha256
-
+def sim(tmp_path_factory, memo):
     root = tmp_path_factory.mktemp("sim")
     pool = parse_pool(SIM_POOL.read_text(), str(SIM_POOL))
     tasks = load_humaneval()
-    memo = MemoCoordinator(coordinator, gguf_sha256(gguf_path), root / "hidden.sqlite")
     train_split = select_split(tasks, "train")
     fit, validation = validation_slice(train_split)
     return {

@@ -1,0 +1,70 @@
+"""A small synthetic record file on which routing is learnable from the problem's hidden state.
+
+Documented here because the learning tests assert on it (tests/test_learning_records.py):
+
+- Tasks: the first 60 HumanEval problems and the first 60 MBPP problems: two families whose
+  prompts read differently (HumanEval's docstrings carry `>>>` examples, MBPP's say "Write a
+  python function to ..."), so the family is something a linear head can read off the state.
+- Models, one recorded program per task (no samples, no repairs):
+  - `humaneval-expert`: the reference solution on every HumanEval task, a failing program
+    (the prompt, then `raise NotImplementedError`) on every MBPP task;
+  - `mbpp-expert`: the reverse;
+  - `generalist`: the reference solution on a seeded 60 % of the tasks of each family.
+- Prices: the experts 1/2 $ per million tokens in/out, the generalist 0.5/1.
+
+Every single agent stays near 0.5-0.6; a head that reads the family from the state and picks
+its expert approaches 1.0. The permuted-state control (learning.PermutedCoordinator) hands
+each task another task's state, so its family guess is right about half the time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+from trinity_cli.tasks.taskset import Task, load_tasks
+
+MODELS = ("humaneval-expert", "mbpp-expert", "generalist")
+GENERALIST_RATE = 0.6
+
+
+def learnable_tasks() -> list[Task]:
+    return load_tasks("humaneval")[:60] + load_tasks("mbpp")[:60]
+
+
+def family(task: Task) -> str:
+    return "humaneval" if task.task_id.startswith("HumanEval/") else "mbpp"
+
+
+def right(task: Task) -> str:
+    return task.prompt + (task.canonical_solution or "")
+
+
+def wrong(task: Task) -> str:
+    return task.prompt.rstrip() + "\n    raise NotImplementedError\n"
+
+
+def generalist_knows(task: Task) -> bool:
+    return hashlib.sha256(f"generalist:{task.task_id}".encode()).digest()[0] < 256 * GENERALIST_RATE
+
+
+def program(model: str, task: Task) -> str:
+    knows = {"humaneval-expert": family(task) == "humaneval", "mbpp-expert": family(task) == "mbpp",
+             "generalist": generalist_knows(task)}[model]
+    return right(task) if knows else wrong(task)
+
+
+def write_learnable(folder: Path) -> tuple[Path, Path]:
+    """The record (`learnable.jsonl.gz`) and a pool replaying it (`pool.toml`, Worker only)."""
+    tasks = learnable_tasks()
+    lines = [json.dumps({"model": m, "task_id": t.task_id, "code": program(m, t)}) for m in MODELS for t in tasks]
+    record = folder / "learnable.jsonl.gz"
+    record.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    prices = {"humaneval-expert": (1.0, 2.0), "mbpp-expert": (1.0, 2.0), "generalist": (0.5, 1.0)}
+    pool = folder / "pool.toml"
+    pool.write_text("".join(
+        f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "learnable.jsonl.gz"\nmodel = "{m}"\n'
+        f'roles = ["worker"]\nprice_in = {prices[m][0]}\nprice_out = {prices[m][1]}\n\n' for m in MODELS))
+    return record, pool
