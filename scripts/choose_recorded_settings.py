@@ -29,7 +29,7 @@ from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.runtime import backbone_of, coordinator_path
 from trinity_cli.tasks.grading import Grader
-from trinity_cli.tasks.taskset import load_tasks, select_split, validation_slice
+from trinity_cli.tasks.taskset import gradable, load_tasks, select_split, validation_slice
 from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings, train
 from trinity_cli.weights import metadata_for, save_head
@@ -49,7 +49,7 @@ def main() -> None:
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-recorded-"))
     pool = load_pool(args.pool)
     tasks = load_tasks(args.tasks)
-    fit, validation = validation_slice(select_split(tasks, "train"))
+    fit, validation = validation_slice(gradable(select_split(tasks, "train"))[0])
     gguf = coordinator_path(pool)
     from trinity_cli.embedded import gguf_sha256
 

@@ -374,3 +374,19 @@ def test_train_dry_run_bounds_replay_replies_by_the_record_not_max_tokens(user):
     calls = int(plan["agent calls"].split()[2])
     worst = float(plan["worst case"].split()[0].lstrip("$"))
     assert worst >= calls * longest * 30.0 / 1e6
+
+
+def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
+    """Nothing can grade a task without tests (evalperf has 47): it would count as a failure for
+    every policy alike, so train and eval leave it out and say how many they left."""
+    untested = replace(A, task_id="Mine/untested", test="")
+    with (user / "tasks.jsonl").open("a") as handle:
+        handle.write(json.dumps({"task_id": untested.task_id, "prompt": A.prompt, "entry_point": A.entry_point,
+                                 "test": ""}) + "\n")
+    write_record(user / "rec.jsonl.gz", USER_RECORD + [{"model": m, "task_id": untested.task_id, "code": right(A)}
+                                                       for m in (CHEAP, DEAR)])
+    result = trinity("eval", "--weights", "none", "--tasks", str(user / "tasks.jsonl"), "--split", "all",
+                     "--pool", str(user / "pool.toml"), "--max-turns", "1", "--json", "--no-log", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tasks"] == 4
+    assert "1 of the 5 tasks have no tests and are left out" in result.stderr

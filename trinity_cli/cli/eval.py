@@ -58,7 +58,8 @@ def eval_command(
         open_caches,
         warn_if_other_numerics,
     )
-    from trinity_cli.tasks.taskset import load_tasks, select_split
+    from trinity_cli.errors import UsageError
+    from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.baselines import HeadUnderTest, evaluate
     from trinity_cli.train.fitness import default_workers
 
@@ -69,7 +70,11 @@ def eval_command(
         check_prices(pool_cfg)
     choices = [choose_policy(pool_cfg, name, warn=lambda msg: None) for name in head_names(weights)]
     all_tasks = load_tasks(tasks)
-    chosen = select_split(all_tasks, split)
+    chosen, left_out = gradable(select_split(all_tasks, split))
+    if left_out:
+        stderr.print(f"note: {left_out}", markup=False)
+    if not chosen:
+        raise UsageError(f"task set {tasks} has no gradable tasks in its {split} split")
     for choice in choices:
         training = (choice.meta or {}).get("training", {})
         if training.get("tasks") == tasks and split in ("train", "all"):

@@ -65,7 +65,7 @@ def train(
         memo_coordinator,
         open_caches,
     )
-    from trinity_cli.tasks.taskset import load_tasks, select_split
+    from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
     from trinity_cli.train.es import STATS_TASKS, STATS_TURNS, TrainSettings
     from trinity_cli.train.es import train as run_training
@@ -86,7 +86,9 @@ def train(
     if budget_usd is not None:
         check_prices(pool_cfg)
     all_tasks = load_tasks(tasks)
-    train_tasks = select_split(all_tasks, "train")
+    train_tasks, left_out = gradable(select_split(all_tasks, "train"))
+    if left_out and not quiet:
+        stderr.print(f"note: {left_out}", markup=False)
     if len(train_tasks) < 2:
         raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least 2 are needed")
     settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd)

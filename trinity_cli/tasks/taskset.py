@@ -112,6 +112,15 @@ def select_split(tasks: list[Task], split: str) -> list[Task]:
     return [t for t in tasks if t.split == split]
 
 
+def gradable(tasks: list[Task]) -> tuple[list[Task], str | None]:
+    """train and eval grade by running tests: the tasks that have them, and a note naming how
+    many were left out (evalperf's 47 have a recorded pass rate and no tests), or None."""
+    kept = [t for t in tasks if t.has_tests]
+    left = len(tasks) - len(kept)
+    return kept, (f"{left} of the {len(tasks)} tasks have no tests and are left out: nothing can grade them"
+                  if left else None)
+
+
 def validation_slice(train: list[Task]) -> tuple[list[Task], list[Task]]:
     """(fit, validation): about 30% of the train split, by the same hash rule with its own salt.
 
