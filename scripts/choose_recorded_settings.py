@@ -2,7 +2,8 @@
 
 For each setting of a small grid, trains the head on the train split minus its validation slice
 and scores it on the validation slice against every baseline; the choice is the setting with
-the largest paired margin over the stronger of the best single agent and the cascade. It writes
+the largest paired margin over the stronger of the best single agent and the cascade (with a cost
+weight: the largest validation fitness, pass@1 − weight × $ per task, what that head optimises). It writes
 the grid and the choice to docs/recorded/<pool>[-w<cost weight>].json and the chosen head (as
 trained on that slice) to weights/<pool>[-w<cost weight>].npz, and prints the command that
 scores it on the test split, once.
@@ -72,13 +73,16 @@ def main() -> None:
         best, cascade = rows[report["best_single"]], rows["cascade"]
         rival = max((best, cascade), key=lambda r: r.pass_at_1)
         row = {"settings": asdict(settings), "validation_pass_at_1": round(rows["trained"].pass_at_1, 4),
-               "usd_per_task": rows["trained"].usd_per_task, "rival": rival.policy,
+               "usd_per_task": rows["trained"].usd_per_task,
+               "validation_fitness": round(rows["trained"].pass_at_1 - args.cost_weight * rows["trained"].usd_per_task, 4),
+               "rival": rival.policy,
                "rival_pass_at_1": round(rival.pass_at_1, 4),
                "margin_vs_rival_se": round(paired_margin(rows["trained"].passes, rival.passes), 3),
                "seconds": round(time.perf_counter() - started, 1)}
         print(json.dumps(row), flush=True)
         results.append(row)
-    best = max(range(len(results)), key=lambda i: (results[i]["margin_vs_rival_se"], -i))
+    criterion = "validation_fitness" if args.cost_weight else "margin_vs_rival_se"
+    best = max(range(len(results)), key=lambda i: (results[i][criterion], -i))
     chosen = results[best]["settings"]
     name = args.pool + (f"-w{args.cost_weight:g}" if args.cost_weight else "")
     for suffix in (".npz", ".json"):
@@ -87,7 +91,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"how": "scripts/choose_recorded_settings.py", "pool": args.pool, "tasks": args.tasks,
                                "fit_tasks": len(fit), "validation_tasks": len(validation), "grid": results,
-                               "chosen": chosen}, indent=2) + "\n")
+                               "criterion": criterion, "chosen": chosen}, indent=2) + "\n")
     print(f"chosen: {chosen}; wrote weights/{name}.npz\n"
           f"trinity eval --pool {args.pool} --tasks {args.tasks} --split test --max-turns {chosen['max_turns']} "
           f"--weights weights/{name}.npz --json")
