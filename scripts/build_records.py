@@ -19,7 +19,9 @@ Reads `<repo>/../shared/data` (its README says what each file holds) and writes,
   docstring line.
 - `tasks/humaneval-visible-tests.json`: LDB's visible asserts per HumanEval task.
 - `records/<pool>.jsonl.gz` in the format of trinity_cli/bundled.py, `pools/<pool>.toml`,
-  `manifest.json` (each pool's task set and models), and the sources' licences.
+  `manifest.json` (each pool's task set and models, and `model_split`: the training and
+  held-out models of the pool-agnostic head, by family), and the sources' licences.
+  `evalperf-all` holds every EvalPerf model once, with at most 2 correct programs each.
 
 Every output is deterministic: sorted keys, a stable order, gzip with mtime 0 and no file
 name, so tests/test_records.py can check that a rebuild gives the same bytes.
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ast
 import gzip
+import hashlib
 import json
 import re
 import warnings
@@ -78,6 +81,73 @@ EVALPERF_MODELS = (
     Model("gemini-1.5-flash", "gemini-1.5-flash-002", "gemini-1.5-flash-002_google_temp_1.0", 0.075, 0.30),
     Model("deepseek-v3", "deepseek-chat-v3", "deepseek-chat-v3_openai_temp_1.0", 0.27, 1.10),
 )
+def open_rate(size: str, rate: float) -> tuple[float, float, str]:
+    return rate, rate, f"{ASSUMED} ({size})"
+
+
+# `evalperf-all`: every EvalPerf model once (o1-mini's default-prompt run; o1-preview has only its
+# perf-instruct run), for the pool-agnostic head. family -> ((agent, results file stem, in, out, note)...)
+EVALPERF_FAMILIES: dict[str, tuple[tuple[str, str, float, float, str], ...]] = {
+    "openai": (("gpt-4o", "gpt-4o-2024-08-06_openai_temp_1.0", 2.5, 10.0, ""),
+               ("gpt-4o-mini", "gpt-4o-mini-2024-07-18_openai_temp_1.0", 0.15, 0.60, ""),
+               ("o1-mini", "o1-mini-2024-09-12_openai_temp_1.0", 3.0, 12.0, ""),
+               ("o1-preview", "o1-preview-2024-09-12_openai_temp_1.0-perf-instruct", 15.0, 60.0, "")),
+    "anthropic": (("claude-3.5-sonnet", "claude-3-5-sonnet-20240620_bedrock_temp_1.0", 3.0, 15.0, ""),),
+    "gemini": (("gemini-1.5-flash", "gemini-1.5-flash-002_google_temp_1.0", 0.075, 0.30, ""),
+               ("gemini-1.5-pro", "gemini-1.5-pro-002_google_temp_1.0", 1.25, 5.0, "")),
+    "gemma": (("gemma-2-9b", "google--gemma-2-9b-it_vllm_temp_1.0", *open_rate("~9B", 0.10)),
+              ("gemma-2-27b", "google--gemma-2-27b-it_vllm_temp_1.0", *open_rate("~27B", 0.78))),
+    "deepseek": (("deepseek-v2.5", "deepseek-chat-v2.5_openai_temp_1.0", 0.14, 0.28, ""),
+                 ("deepseek-v3", "deepseek-chat-v3_openai_temp_1.0", 0.27, 1.10, ""),
+                 ("deepseek-coder-v2-lite", "deepseek-ai--DeepSeek-Coder-V2-Lite-Instruct_vllm_temp_1.0",
+                  *open_rate("16B MoE", 0.30)),
+                 ("deepseek-coder-33b", "deepseek-ai--deepseek-coder-33b-instruct_vllm_temp_1.0", *open_rate("~33B", 0.78)),
+                 ("deepseek-coder-6.7b", "deepseek-ai--deepseek-coder-6.7b-instruct_vllm_temp_1.0",
+                  *open_rate("~7B", 0.10))),
+    "magicoder": (("magicoder-s-ds-6.7b", "ise-uiuc--Magicoder-S-DS-6.7B_vllm_temp_1.0", *open_rate("~7B", 0.10)),),
+    "qwen": (("qwen2.5-7b", "Qwen--Qwen2.5-7B-Instruct_vllm_temp_1.0", *open_rate("~7B", 0.10)),
+             ("qwen2.5-14b", "Qwen--Qwen2.5-14B-Instruct_vllm_temp_1.0", *open_rate("~14B", 0.30)),
+             ("qwen2.5-32b", "Qwen--Qwen2.5-32B-Instruct_vllm_temp_1.0", *open_rate("~32B", 0.78)),
+             ("qwen2.5-72b", "Qwen--Qwen2.5-72B-Instruct_vllm_temp_1.0", *open_rate("~72B", 0.90)),
+             ("codeqwen1.5-7b", "Qwen--CodeQwen1.5-7B-Chat_vllm_temp_1.0", *open_rate("~7B", 0.10)),
+             ("qwq-32b", "Qwen--QwQ-32B-Preview_vllm_temp_1.0", *open_rate("~32B", 0.78))),
+    "llama": (("llama-3.1-8b", "meta-llama--Llama-3.1-8B-Instruct_vllm_temp_1.0", *open_rate("~8B", 0.10)),
+              ("llama-3.1-70b", "meta-llama--Llama-3.1-70B-Instruct_vllm_temp_1.0", *open_rate("~70B", 0.90)),
+              ("llama-3-8b", "meta-llama--Meta-Llama-3-8B-Instruct_vllm_temp_1.0", *open_rate("~8B", 0.10)),
+              ("nemotron-70b", "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF_vllm_temp_1.0", *open_rate("~70B", 0.90))),
+    "mistral": (("codestral-22b", "mistralai--Codestral-22B-v0.1_vllm_temp_1.0", 0.20, 0.60, ""),
+                ("mistral-large", "mistralai--Mistral-Large-Instruct-2407_vllm_temp_1.0", 2.0, 6.0, ""),
+                ("mistral-nemo", "mistralai--Mistral-Nemo-Instruct-2407_vllm_temp_1.0", 0.15, 0.15, ""),
+                ("mistral-small", "mistralai--Mistral-Small-Instruct-2409_vllm_temp_1.0", 0.20, 0.60, "")),
+    "phi": (("phi-3-medium", "microsoft--Phi-3-medium-4k-instruct_vllm_temp_1.0", *open_rate("~14B", 0.30)),),
+    "yi": (("yi-coder-9b", "01-ai--Yi-Coder-9B-Chat_vllm_temp_1.0", *open_rate("~9B", 0.10)),),
+    "opencoder": (("opencoder-8b", "infly--OpenCoder-8B-Instruct_vllm_temp_1.0", *open_rate("~8B", 0.10)),),
+    "xai": (("grok-beta", "grok-beta_openai_temp_1.0", 5.0, 15.0, ""),),
+}
+# The model split of the pool-agnostic head: whole families, held out when the first byte of
+# sha256(FAMILY_SALT + family) is below HELD_OUT_BYTE_BELOW (≈40%); fixed before any run.
+FAMILY_SALT = "trinity-family-v1:"
+HELD_OUT_BYTE_BELOW = 102
+CORRECT_KEPT = 2  # correct programs kept per model and task in evalperf-all (the size of the wheel)
+
+
+def held_out(family: str) -> bool:
+    return hashlib.sha256((FAMILY_SALT + family).encode()).digest()[0] < HELD_OUT_BYTE_BELOW
+
+
+EVALPERF_ALL = tuple(
+    Model(agent, source.split("_")[0].split("--")[-1], source, price_in, price_out,
+          price_note=note or "list price at the records' time")
+    for family in EVALPERF_FAMILIES for agent, source, price_in, price_out, note in EVALPERF_FAMILIES[family])
+
+
+def model_split() -> dict:
+    return {"rule": f"whole families; held out when sha256({FAMILY_SALT!r} + family)[0] < {HELD_OUT_BYTE_BELOW}",
+            "families": {family: [m[0] for m in models] for family, models in EVALPERF_FAMILIES.items()},
+            "held_out": sorted(m[0] for f, models in EVALPERF_FAMILIES.items() if held_out(f) for m in models),
+            "train": sorted(m[0] for f, models in EVALPERF_FAMILIES.items() if not held_out(f) for m in models)}
+
+
 POOLS = {  # name -> (task set, models, source line for the TOML and the manifest)
     "ldb-humaneval": ("humaneval", LDB_MODELS["humaneval"],
                       "LDB (FloridSleeves/LLMDebugger, Apache-2.0): first answers and own repair rounds"),
@@ -85,6 +155,9 @@ POOLS = {  # name -> (task set, models, source line for the TOML and the manifes
                  "LDB (FloridSleeves/LLMDebugger, Apache-2.0) on MBPP (CC-BY-4.0): first answers and own repair rounds"),
     "evalperf-api": ("evalperf", EVALPERF_MODELS,
                      "EvalPerf (evalplus, Apache-2.0): pass rate of 100 samples and up to 20 correct programs"),
+    "evalperf-all": ("evalperf", EVALPERF_ALL,
+                     f"EvalPerf (evalplus, Apache-2.0): every model once, pass rate of 100 samples and up to "
+                     f"{CORRECT_KEPT} correct programs"),
 }
 
 
@@ -290,14 +363,15 @@ def ldb_records(data: Path, dataset: str) -> list[dict]:
     return rows
 
 
-def evalperf_records(results: dict[str, dict]) -> list[dict]:
+def evalperf_records(results: dict[str, dict], models: tuple[Model, ...] = EVALPERF_MODELS,
+                     kept: int | None = None) -> list[dict]:
     rows = []
-    for model in EVALPERF_MODELS:
+    for model in models:
         evals = results[model.source]
         for task_id in sorted(evals, key=id_key):
             entry = evals[task_id]
             rows.append({"model": model.model, "task_id": task_id, "pass_rate": round(entry["pass@1"] / 100, 6),
-                         "correct": [p["solution"] for p in entry["profiled"]]})
+                         "correct": [p["solution"] for p in entry["profiled"]][:kept]})
     return rows
 
 
@@ -331,11 +405,12 @@ def build(data: Path, out: Path) -> list[Path]:
     jsonl("records/ldb-humaneval.jsonl.gz", ldb_records(data, "humaneval"))
     jsonl("records/ldb-mbpp.jsonl.gz", ldb_records(data, "mbpp"))
     jsonl("records/evalperf-api.jsonl.gz", evalperf_records(results))
+    jsonl("records/evalperf-all.jsonl.gz", evalperf_records(results, EVALPERF_ALL, CORRECT_KEPT))
     manifest = {}
     for name, (task_set, models, source) in POOLS.items():
         text(f"pools/{name}.toml", pool_toml(name, task_set, models, source))
         manifest[name] = {"task_set": task_set, "models": [m.model for m in models], "source": source}
-    text("manifest.json", json.dumps({"pools": manifest}, indent=2, sort_keys=True) + "\n")
+    text("manifest.json", json.dumps({"pools": manifest, "model_split": model_split()}, indent=2, sort_keys=True) + "\n")
     for source, target in (("ldb/LICENSE", "licenses/LDB-LICENSE.txt"), ("evalperf/LICENSE", "licenses/EvalPlus-LICENSE.txt")):
         text(target, (data / source).read_text("utf-8"))
     return written

