@@ -156,8 +156,8 @@ POOLS = {  # name -> (task set, models, source line for the TOML and the manifes
     "evalperf-api": ("evalperf", EVALPERF_MODELS,
                      "EvalPerf (evalplus, Apache-2.0): pass rate of 100 samples and up to 20 correct programs"),
     "evalperf-all": ("evalperf", EVALPERF_ALL,
-                     f"EvalPerf (evalplus, Apache-2.0): every model once, pass rate of 100 samples and up to "
-                     f"{CORRECT_KEPT} correct programs"),
+                     (f"EvalPerf (evalplus, Apache-2.0): every model once, pass rate of 100 samples and up to "
+                      f"{CORRECT_KEPT} correct programs")),
 }
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 
 def main() -> None:
-    report = json.load(open(sys.argv[1], encoding="utf-8"))
+    report = json.loads(Path(sys.argv[1]).read_text("utf-8"))
     print("| policy | pass@1 | 95% CI | $/task | mean turns |\n|---|---|---|---|---|")
     for row in report["rows"]:
         lo, hi = row["ci95"]

@@ -10,7 +10,10 @@ Documented here because the learning tests assert on it (tests/test_learning_rec
     (the prompt, then `raise NotImplementedError`) on every MBPP task;
   - `mbpp-expert`: the reverse;
   - `generalist`: the reference solution on a seeded 60 % of the tasks of each family.
-- Prices: the experts 1/2 $ per million tokens in/out, the generalist 0.5/1.
+- Three more models, for the pool-agnostic head (tests/test_universal.py): the same kinds,
+  other members and other draws: `humaneval-expert-b` right on a seeded 90 % of HumanEval
+  and 10 % of MBPP, `mbpp-expert-b` the reverse, `generalist-b` on another seeded 60 %.
+- Prices: the experts 1/2 $ per million tokens in/out, the generalists 0.5/1.
 
 Every single agent stays near 0.5-0.6; a head that reads the family from the state and picks
 its expert approaches 1.0. The permuted-state control (learning.PermutedCoordinator) hands
@@ -27,6 +30,7 @@ from pathlib import Path
 from trinity_cli.tasks.taskset import Task, load_tasks
 
 MODELS = ("humaneval-expert", "mbpp-expert", "generalist")
+OTHER_MODELS = ("humaneval-expert-b", "mbpp-expert-b", "generalist-b")
 GENERALIST_RATE = 0.6
 
 
@@ -46,25 +50,30 @@ def wrong(task: Task) -> str:
     return task.prompt.rstrip() + "\n    raise NotImplementedError\n"
 
 
-def generalist_knows(task: Task) -> bool:
-    return hashlib.sha256(f"generalist:{task.task_id}".encode()).digest()[0] < 256 * GENERALIST_RATE
+def seeded(what: str, task: Task, rate: float) -> bool:
+    return hashlib.sha256(f"{what}:{task.task_id}".encode()).digest()[0] < 256 * rate
 
 
 def program(model: str, task: Task) -> str:
-    knows = {"humaneval-expert": family(task) == "humaneval", "mbpp-expert": family(task) == "mbpp",
-             "generalist": generalist_knows(task)}[model]
+    he = family(task) == "humaneval"
+    knows = {"humaneval-expert": he, "mbpp-expert": not he, "generalist": seeded("generalist", task, GENERALIST_RATE),
+             "humaneval-expert-b": seeded(model, task, 0.9 if he else 0.1),
+             "mbpp-expert-b": seeded(model, task, 0.1 if he else 0.9),
+             "generalist-b": seeded(model, task, GENERALIST_RATE)}[model]
     return right(task) if knows else wrong(task)
 
 
-def write_learnable(folder: Path) -> tuple[Path, Path]:
-    """The record (`learnable.jsonl.gz`) and a pool replaying it (`pool.toml`, Worker only)."""
+def write_learnable(folder: Path, models: tuple[str, ...] = MODELS, name: str = "pool.toml") -> tuple[Path, Path]:
+    """The record (`learnable.jsonl.gz`, every model) and a pool of `models` replaying it
+    (Worker only)."""
     tasks = learnable_tasks()
-    lines = [json.dumps({"model": m, "task_id": t.task_id, "code": program(m, t)}) for m in MODELS for t in tasks]
+    lines = [json.dumps({"model": m, "task_id": t.task_id, "code": program(m, t)})
+             for m in MODELS + OTHER_MODELS for t in tasks]
     record = folder / "learnable.jsonl.gz"
     record.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
-    prices = {"humaneval-expert": (1.0, 2.0), "mbpp-expert": (1.0, 2.0), "generalist": (0.5, 1.0)}
-    pool = folder / "pool.toml"
+    pool = folder / name
     pool.write_text("".join(
         f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "learnable.jsonl.gz"\nmodel = "{m}"\n'
-        f'roles = ["worker"]\nprice_in = {prices[m][0]}\nprice_out = {prices[m][1]}\n\n' for m in MODELS))
+        f'roles = ["worker"]\nprice_in = {0.5 if "generalist" in m else 1.0}\n'
+        f'price_out = {1.0 if "generalist" in m else 2.0}\n\n' for m in models))
     return record, pool

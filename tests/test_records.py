@@ -206,6 +206,7 @@ def test_the_model_split_holds_out_whole_families_and_each_model_once():
     assert len(agents) == len(set(agents)) == 33  # o1-mini's two configurations kept once
     assert sorted(split["train"] + split["held_out"]) == sorted(agents)
     assert not set(split["train"]) & set(split["held_out"])
+    assert sorted(name for members in split["families"].values() for name in members) == sorted(agents)
     for family, members in split["families"].items():
         sides = {name in split["held_out"] for name in members}
         assert len(sides) == 1, family  # a family is never on both sides

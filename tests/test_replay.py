@@ -379,7 +379,7 @@ def test_train_dry_run_bounds_replay_replies_by_the_record_not_max_tokens(user):
 def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
     """Nothing can grade a task without tests (evalperf has 47): it would count as a failure for
     every policy alike, so train and eval leave it out and say how many they left."""
-    untested = replace(A, task_id="Mine/untested", test="")
+    untested = replace(A, task_id="Mine/no-tests", test="")  # in the train split
     with (user / "tasks.jsonl").open("a") as handle:
         handle.write(json.dumps({"task_id": untested.task_id, "prompt": A.prompt, "entry_point": A.entry_point,
                                  "test": ""}) + "\n")
@@ -390,3 +390,8 @@ def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["tasks"] == 4
     assert "1 of the 5 tasks have no tests and are left out" in result.stderr
+    planned = trinity("train", "--tasks", str(user / "tasks.jsonl"), "--pool", str(user / "pool.toml"), "--dry-run",
+                      "--out", str(user / "h.npz"), "--generations", "1", "--popsize", "2", "--batch-size", "8")
+    assert planned.returncode == 0, planned.stderr
+    assert "have no tests and are left out" in planned.stderr
+    assert "episodes: 4 " in planned.stdout  # 2 candidates × the 2 gradable train tasks (A, B)

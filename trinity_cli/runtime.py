@@ -15,8 +15,10 @@ from trinity_cli.config import EMBEDDED, Pool
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import ConfigError
 from trinity_cli.weights import (
+    UNIVERSAL,
     Backbone,
     in_head_format,
+    is_universal,
     load_head,
     mismatches,
     newest_fitting,
@@ -74,8 +76,9 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
 
     `--weights` > `TRINITY_WEIGHTS` > `[coordinator] weights` in the pool file (each a path or
     a head's name, and it must fit, else exit 3; `none` is the fallback) > the newest user head
-    that fits the pool and coordinator > the newest shipped head that fits > the fallback
-    pipeline (with a warning).
+    that fits the pool and coordinator > the newest shipped head that fits > the shipped
+    universal head, when every agent has a profile for it (`trinity profile`) > the fallback
+    pipeline (with a warning that says why).
 
     A head in any transcript format this version reads fits: the coordinator is then built for
     that format (`HeadChoice.transcript_format`)."""
@@ -94,12 +97,46 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
             return _fitting(found, backbone, pool, f"the newest {kind} that fits this coordinator and pool")
         counts.append(f"{looked_at} {kind}{'s' * (looked_at != 1)}")
     reason = f"no head fits this coordinator and pool ({', '.join(counts)} looked at)"
+    universal = shipped_dir() / f"{UNIVERSAL}.npz"
+    if universal.is_file():
+        meta = read_metadata(universal)
+        if not mismatches(meta, in_head_format(meta, backbone), pool):  # the head reads this coordinator
+            missing = unprofiled(pool, meta)
+            if not missing:
+                return _fitting(universal, backbone, pool, "the universal head: no head fits this pool, every agent "
+                                "has a profile")
+            reason += f"; the universal head needs profiles of {', '.join(missing)} (`trinity profile`)"
     warn(f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
          "Train one with `trinity train`.")
     return HeadChoice(None, reason)
 
 
+def profile_scale(meta: dict[str, Any]) -> Any:
+    from trinity_cli.profiles import Scale
+
+    return Scale(meta.get("backbone", {}).get("sha256", ""), meta.get("profile", {}).get("basis_sha256", ""))
+
+
+def stored_profiles(pool: Pool, meta: dict[str, Any]) -> list[Any]:
+    """Each agent's newest profile for this universal head (None where it has none)."""
+    from trinity_cli.profiles import ProfileStore, profiles_path
+
+    if not profiles_path().exists():
+        return [None] * len(pool.agents)
+    store, scale = ProfileStore(), profile_scale(meta)
+    try:
+        return [store.get(agent, scale) for agent in pool.agents]
+    finally:
+        store.close()
+
+
+def unprofiled(pool: Pool, meta: dict[str, Any]) -> list[str]:
+    return [a.name for a, p in zip(pool.agents, stored_profiles(pool, meta)) if p is None]
+
+
 def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadChoice:
+    """The head at `path` if it fits this run (a universal head: and every agent has a
+    profile for it), else exit 3 saying what differs."""
     meta = read_metadata(path) if path.is_file() else None
     if meta is None:
         raise ConfigError(f"weights file not found: {path}")
@@ -107,6 +144,11 @@ def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadCho
     problems = mismatches(meta, backbone, pool)
     if problems:
         raise ConfigError(f"weights {path} ({reason}) do not fit this run: " + "; ".join(problems))
+    missing = unprofiled(pool, meta) if is_universal(meta) else []
+    if missing:
+        raise ConfigError(f"weights {path} ({reason}): the universal head routes by profiles, and agents "
+                          f"{', '.join(missing)} have none for it: run `trinity profile --pool {pool.source} "
+                          f"--weights {path}`")
     return HeadChoice(path, reason, meta, backbone.transcript_format)
 
 
@@ -120,7 +162,19 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
         return PolicyChoice(PipelinePolicy(len(pool.agents), role_mask([a.roles for a in pool.agents])), FALLBACK, None, found.transcript_format,
                             found.reason)
     head, meta = load_head(found.path)
+    if is_universal(meta):
+        head = bind_profiles(head, pool, meta, found.path)
     return PolicyChoice(head, str(found.path), meta, found.transcript_format, found.reason)
+
+
+def bind_profiles(head: Any, pool: Pool, meta: dict[str, Any], path: Path) -> Any:
+    """The universal head bound to the pool's agents' profiles (`_fitting` saw them all)."""
+    import numpy as np
+
+    profiles = stored_profiles(pool, meta)
+    if any(p is None for p in profiles):  # removed since `find_head` looked
+        raise ConfigError(f"weights {path}: an agent's profile disappeared; run `trinity profile` again")
+    return head.for_pool(np.array([p.profile.vector() for p in profiles]))
 
 
 def warn_if_other_numerics(choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]) -> None:

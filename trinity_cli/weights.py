@@ -24,6 +24,7 @@ from trinity_cli.core.transcript import FORMATS
 from trinity_cli.errors import ConfigError
 
 FORMAT_VERSION = 1
+UNIVERSAL = "universal"  # metadata `kind` of the pool-agnostic head (core.head.UniversalHead)
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,25 @@ def agent_roles(pool: Pool) -> list[list[str]]:
 
 
 def metadata_for(backbone: Backbone, pool: Pool, hidden_size: int, **extra: Any) -> dict[str, Any]:
+    return _metadata(backbone, hidden_size, agents=agents_signature(pool), agent_roles=agent_roles(pool), **extra)
+
+
+def universal_metadata(backbone: Backbone, hidden_size: int, head: Any, **extra: Any) -> dict[str, Any]:
+    """A universal head's sidecar: no agents; the profile definition and basis it reads."""
+    from trinity_cli.core.profile import DEFINITION
+
+    profile = {"definition": DEFINITION, "size": int(head.profiles.shape[1]), "basis_sha256": basis_sha256(head)}
+    return _metadata(backbone, hidden_size, kind=UNIVERSAL, agents=[], profile=profile, **extra)
+
+
+def _metadata(backbone: Backbone, hidden_size: int, **extra: Any) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
         "backbone": {"name": backbone.name, "sha256": backbone.sha256},
         "hidden_size": hidden_size,
         "token_position": backbone.token_position,
         "transcript_format": backbone.transcript_format,
-        "agents": agents_signature(pool),
         "roles": [r.value for r in ROLE_ORDER],
-        "agent_roles": agent_roles(pool),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **extra,
     }
@@ -71,19 +82,27 @@ def in_head_format(meta: dict[str, Any], backbone: Backbone) -> Backbone:
     return replace(backbone, transcript_format=head_format) if head_format in FORMATS else backbone
 
 
+def is_universal(meta: dict[str, Any]) -> bool:
+    return meta.get("kind") == UNIVERSAL
+
+
 def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str]:
-    """Each difference as 'what: head has X, this run has Y' (empty when the head fits)."""
+    """Each difference as 'what: head has X, this run has Y' (empty when the head fits). A
+    universal head fits any pool: its agents come from their profiles."""
     found = []
     pairs = [
         ("backbone sha256", meta.get("backbone", {}).get("sha256"), backbone.sha256),
         ("token position", meta.get("token_position"), backbone.token_position),
         ("transcript format", meta.get("transcript_format"), backbone.transcript_format),
         ("roles", meta.get("roles"), [r.value for r in ROLE_ORDER]),
-        ("agents", meta.get("agents"), agents_signature(pool)),
-        # heads from before role masks were recorded let every agent play every role
-        ("agent roles", meta.get("agent_roles", [[r.value for r in ROLE_ORDER]] * len(meta.get("agents", []))),
-         agent_roles(pool)),
     ]
+    if not is_universal(meta):
+        pairs += [
+            ("agents", meta.get("agents"), agents_signature(pool)),
+            # heads from before role masks were recorded let every agent play every role
+            ("agent roles", meta.get("agent_roles", [[r.value for r in ROLE_ORDER]] * len(meta.get("agents", []))),
+             agent_roles(pool)),
+        ]
     for what, head_value, run_value in pairs:
         if head_value != run_value:
             found.append(f"{what}: head has {_show(head_value)}, this run has {_show(run_value)}")
@@ -120,8 +139,21 @@ def read_metadata(path: Path) -> dict[str, Any]:
     return meta
 
 
+def basis_sha256(head: Any) -> str:
+    """Names the input space a universal head reads, which its agents' profiles are measured in."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for array in (head.mean, head.std, head.basis):
+        digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
 def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
-    """(LinearHead, metadata); any unreadable or inconsistent file is a ConfigError."""
+    """(LinearHead or unbound UniversalHead, metadata); any unreadable or inconsistent file is a
+    ConfigError."""
     import numpy as np
 
     from trinity_cli.core.head import N_ROLES, LinearHead
@@ -134,6 +166,8 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise ConfigError(f"weights {path} cannot be read (corrupt or truncated?): {exc}") from None
+    if is_universal(meta):
+        return _universal(path, arrays, meta), meta
     for key in ("weights", "mean", "std"):
         if key not in arrays:
             raise ConfigError(f"weights {path}: array {key!r} is missing")
@@ -157,14 +191,46 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
     return LinearHead(weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis), meta
 
 
+def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
+    import numpy as np
+
+    from trinity_cli.core.head import UniversalHead
+    from trinity_cli.core.profile import DEFINITION
+
+    profile = meta.get("profile", {})
+    if profile.get("definition") != DEFINITION:
+        raise ConfigError(f"weights {path}: its agents' profiles are defined as {profile.get('definition')!r}; "
+                          f"this version measures {DEFINITION!r}: use a universal head made for it")
+    missing = [k for k in ("params", "mean", "std", "basis") if k not in arrays]
+    if missing:
+        raise ConfigError(f"weights {path}: array {missing[0]!r} is missing")
+    basis, size = arrays["basis"].astype(np.float64), int(profile.get("size", 0))
+    k, d = basis.shape
+    if (arrays["params"].shape != (UniversalHead.size(k, size),) or arrays["mean"].shape != (d,)
+            or d != meta.get("hidden_size") or not all(np.isfinite(a).all() for a in arrays.values())):
+        raise ConfigError(f"weights {path}: arrays do not fit the metadata (a universal head of {k} components, "
+                          f"profiles of {size} values, hidden size {meta.get('hidden_size')})")
+    head = UniversalHead(arrays["params"].astype(np.float64), arrays["mean"].astype(np.float64),
+                         arrays["std"].astype(np.float64), basis, np.zeros((0, size)))
+    if basis_sha256(head) != profile.get("basis_sha256"):
+        raise ConfigError(f"weights {path}: its basis does not match the basis_sha256 of its metadata")
+    return head
+
+
 def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
     """Write arrays and sidecar atomically (temp file + rename), sidecar last."""
     import numpy as np
 
+    from trinity_cli.core.head import UniversalHead
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
-    if head.basis is not None:
-        arrays["basis"] = head.basis
+    arrays: dict[str, Any]
+    if isinstance(head, UniversalHead):
+        arrays = {"params": head.params, "mean": head.mean, "std": head.std, "basis": head.basis}
+    else:
+        arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
+        if head.basis is not None:
+            arrays["basis"] = head.basis
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
         np.savez(handle, **arrays)

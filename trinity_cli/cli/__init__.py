@@ -20,6 +20,7 @@ from trinity_cli.cli import doctor as doctor_command
 from trinity_cli.cli import eval as eval_command
 from trinity_cli.cli import logs as logs_command
 from trinity_cli.cli import pool as pool_command
+from trinity_cli.cli import profile as profile_command
 from trinity_cli.cli import solve as solve_command
 from trinity_cli.cli import train as train_command
 from trinity_cli.cli.console import stderr
@@ -67,6 +68,7 @@ app.command("solve", help=solve_command.HELP)(solve_command.solve)
 app.command("pool", help=pool_command.HELP)(pool_command.pool)
 app.command("train", help=train_command.HELP)(train_command.train)
 app.command("eval", help=eval_command.HELP)(eval_command.eval_command)
+app.command("profile", help=profile_command.HELP)(profile_command.profile)
 app.command("bench", help=bench_command.HELP)(bench_command.bench)
 app.command("doctor", help=doctor_command.HELP)(doctor_command.doctor)
 app.add_typer(logs_command.app, name="logs")

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 HELP = """List the pool's agents and whether each is usable: key present, server reachable,
 model file present; and which head `trinity solve` would route with, and why (--weights >
 TRINITY_WEIGHTS > [coordinator] weights in the pool file > the newest user head that fits >
-the newest shipped head that fits > the fallback pipeline; --weights checks that head). Exit 0
+the newest shipped head that fits > the universal head when every agent has a profile > the
+fallback pipeline; --weights checks that head), and each agent's profile (`trinity profile`)
+and its age. Exit 0
 when every agent is usable and the head solve would use fits, 3 otherwise (or on a bad pool
 file). With --list: the bundled recorded pools and task sets."""
 
@@ -34,11 +36,12 @@ def pool(
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
     policy = policy_json(pool_cfg, weights)
+    profiles = agent_profiles(pool_cfg, weights)
     if json_out:
-        print(json.dumps({"source": pool_cfg.source, "agents": [c.as_json() for c in checks], "policy": policy},
-                         indent=2))
+        agents = [{**c.as_json(), "profile": p} for c, p in zip(checks, profiles)]
+        print(json.dumps({"source": pool_cfg.source, "agents": agents, "policy": policy}, indent=2))
     else:
-        stderr.print(agent_table(f"pool: {pool_cfg.source}", checks))
+        stderr.print(agent_table(f"pool: {pool_cfg.source}", checks, profiles))
         stderr.print(f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False, highlight=False)
     return 0 if all(c.usable for c in checks) and policy["source"] is not None else 3
 
@@ -54,15 +57,39 @@ def policy_json(pool_cfg: Any, weights: str | None = None) -> dict[str, Any]:
         return {"source": None, "reason": f"solve would stop: {exc.message}"}
 
 
-def agent_table(title: str, checks: list) -> Table:
-    """The pool's agents and whether each is usable (`pool` and `doctor` show it)."""
+def agent_profiles(pool_cfg: Any, weights: str | None = None) -> list[dict[str, Any] | None]:
+    """Each agent's profile (`trinity profile`) for the universal head: `--weights` when it
+    names one, else the shipped one; None where an agent has none."""
+    from trinity_cli.errors import ConfigError
+    from trinity_cli.runtime import stored_profiles
+    from trinity_cli.weights import UNIVERSAL, is_universal, read_metadata, resolve, shipped_dir
+
+    try:
+        path = resolve(weights) if weights and weights.lower() != "none" else shipped_dir() / f"{UNIVERSAL}.npz"
+        meta = read_metadata(path) if path.is_file() else None
+    except ConfigError:
+        meta = None
+    if meta is None or not is_universal(meta):
+        return [None] * len(pool_cfg.agents)
+    return [None if p is None else {"pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
+                                    "n": p.profile.n, "created": p.created, "age_days": round(p.age_days, 2)}
+            for p in stored_profiles(pool_cfg, read_metadata(path))]
+
+
+def agent_table(title: str, checks: list, profiles: list[dict[str, Any] | None] | None = None) -> Table:
+    """The pool's agents and whether each is usable (`pool` and `doctor` show it), and with
+    `profiles` each one's profile for the universal head and its age."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    for column in ("agent", "provider", "model", "usable", "why"):
+    for column in ("agent", "provider", "model", "usable", "why", *(("profile",) if profiles else ())):
         table.add_column(column)
-    for c in checks:
-        table.add_row(c.name, c.provider, c.model, "yes" if c.usable else "no", c.detail)
+    for i, c in enumerate(checks):
+        cells = [c.name, c.provider, c.model, "yes" if c.usable else "no", c.detail]
+        if profiles:
+            p = profiles[i]
+            cells.append("none" if p is None else f"pass {p['pass_rate']:.2f} on {p['n']}, {p['age_days']:.0f} d old")
+        table.add_row(*cells)
     return table
 
 

@@ -69,9 +69,74 @@ class LinearHead:
         logits = self.weights @ self.features(hidden)
         return Choice(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
 
+    @property
+    def flat(self) -> np.ndarray:
+        """The parameters as the optimizer's flat vector."""
+        return self.weights.ravel()
+
     def with_weights(self, flat: np.ndarray) -> LinearHead:
         """The same head with new parameters (the optimizer's flat vector)."""
         return LinearHead(flat.reshape(self.weights.shape), self.mean, self.std, self.basis)
+
+
+@dataclass(frozen=True)
+class UniversalHead:
+    """The pool-agnostic head: agents are scored from their profiles (core.profile), with
+    parameters shared across agents, so one head routes a pool of any size and make-up.
+
+        z = basis · (h - mean) / std                       # (k,), as LinearHead
+        agent logit_a = zᵀ · W · p_a + u · p_a             # p_a: agent a's profile vector (P,)
+        role logits   = R · z                              # (3,), as LinearHead
+
+    Parameters: W (k, P), u (P,), R (3, k), flat in that order: k·P + P + 3k values, whatever
+    the pool. `profiles` (L, P) binds it to a pool (`for_pool`)."""
+
+    params: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    basis: np.ndarray  # (k, d)
+    profiles: np.ndarray  # (L, P); (0, P) when bound to no pool
+
+    needs_hidden = True
+
+    @staticmethod
+    def size(k: int, profile_size: int) -> int:
+        return k * profile_size + profile_size + N_ROLES * k
+
+    @property
+    def n_agents(self) -> int:
+        return int(self.profiles.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.basis.shape[0])
+
+    def features(self, hidden: np.ndarray) -> np.ndarray:
+        return self.basis @ ((np.asarray(hidden, dtype=np.float64) - self.mean) / self.std)
+
+    def parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        k, size = self.n_features, int(self.profiles.shape[1])
+        w = self.params[: k * size].reshape(k, size)
+        u = self.params[k * size : k * size + size]
+        return w, u, self.params[k * size + size :].reshape(N_ROLES, k)
+
+    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
+        if hidden is None:
+            raise ValueError("the universal head needs the coordinator's hidden state")
+        z = self.features(hidden)
+        w, u, roles = self.parts()
+        agent_logits = self.profiles @ (w.T @ z + u)
+        return Choice(softmax(agent_logits), softmax(roles @ z))
+
+    @property
+    def flat(self) -> np.ndarray:
+        return self.params
+
+    def with_weights(self, flat: np.ndarray) -> UniversalHead:
+        return UniversalHead(np.asarray(flat, dtype=np.float64), self.mean, self.std, self.basis, self.profiles)
+
+    def for_pool(self, profiles: np.ndarray) -> UniversalHead:
+        return UniversalHead(self.params, self.mean, self.std, self.basis, np.asarray(profiles, dtype=np.float64))
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,18 @@ class ReplayProvider:
             tokens_out = self.count_tokens(text)
         return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), 0.0, usd_estimated=True)
 
+    def recorded_grade(self, task_id: str, answer: str) -> tuple[float, bool] | None:
+        """For a pass-rate entry: (the recorded pass probability, whether `answer` is one of
+        the correct programs this agent draws its passes from). The first is the answer's
+        expected pass@1; the second grades a task without tests (a failing draw is a mutant,
+        never a correct program). None for recorded programs: the grader grades those."""
+        rate = self.record.rates.get((self.spec.model, task_id))
+        if rate is None:
+            return None
+        task = self.tasks.get(task_id)
+        correct = self.record.correct_programs(task_id, self.spec.model) or (reference(task) if task else ())
+        return rate.pass_rate, answer.strip() in {c.strip() for c in correct}
+
     def _task(self, request: Request) -> Task:
         task = self.tasks.get(request.task_id) if request.task_id else self.bound
         if task is None:

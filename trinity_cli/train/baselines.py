@@ -5,7 +5,10 @@ Rows: `trained` (greedy, or the mean of N sampled runs), `random` (agent and rol
 agent answering once as Worker), `cascade` (the cheapest agent's Worker answer, checked by the
 cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; all the way
 up the price list), and `oracle` (a task counts when any agent's Worker answer passes, alone
-or after any agent's Thinker turn). Every row skips the roles an agent may not play. The best single is the best `single:` or
+or after any agent's Thinker turn). Every row skips the roles an agent may not play. Each row
+also gives `expected_pass_at_1` (fitness.py: recorded pass probabilities where the answers
+came from pass-rate records, else the same as `pass_at_1`; the oracle's is the best expected
+pass among the plans it played before the first pass). The best single is the best `single:` or
 `pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best; `paired_margin_se`
 gives the first head's paired margins over the best single, random and cascade on the same
 tasks, in standard errors of the per-task difference (null when that difference never varies).
@@ -43,6 +46,11 @@ class Row:
     passes: tuple[float, ...]  # per task (a mean when sampled several times)
     usd_per_task: float
     mean_turns: float
+    expected: tuple[float, ...] = ()  # per task: the expected pass (fitness.py); () = passes
+
+    @property
+    def expected_pass_at_1(self) -> float:
+        return float(np.mean(self.expected or self.passes))
 
     @property
     def pass_at_1(self) -> float:
@@ -58,6 +66,7 @@ class Row:
     def as_json(self) -> dict[str, Any]:
         lo, hi = self.ci95()
         return {"policy": self.policy, "pass_at_1": round(self.pass_at_1, 4), "ci95": [round(lo, 4), round(hi, 4)],
+                "expected_pass_at_1": round(self.expected_pass_at_1, 4),
                 "usd_per_task": self.usd_per_task, "mean_turns": round(self.mean_turns, 3)}
 
 
@@ -74,9 +83,10 @@ def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordina
     flat = iter(in_parallel([call for group in groups for call in group], workers))
     results = [[next(flat) for _ in group] for group in groups]
     passes = [float(np.mean([r.passed for r in rs])) for rs in results]
+    expected = [float(np.mean([r.expected for r in rs])) for rs in results]
     usd = sum(sum(r.usd for r in rs) / len(rs) for rs in results)
     turns = sum(sum(r.turns for r in rs) / len(rs) for rs in results)
-    return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks))
+    return Row(name, tuple(passes), usd / len(tasks), turns / len(tasks), tuple(expected))
 
 
 def paired_margin(a: Sequence[float], b: Sequence[float]) -> float:
@@ -116,20 +126,22 @@ def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, wor
                budget: Budget | None = None) -> Row:
     n, plans = len(agents), oracle_plans(agents)
 
-    def solve(task: Task) -> tuple[bool, float, int]:
-        usd, turns = 0.0, 0
+    def solve(task: Task) -> tuple[bool, float, int, float]:
+        """(passed, $, turns, the best expected pass of the plans played)."""
+        usd, turns, expected = 0.0, 0, 0.0
         for plan in plans:
             outcome = play(task, agents, None, PlanPolicy(n, plan), grader, max_turns=len(plan),
                            budget=budget)
             usd += outcome.usd
             turns += outcome.turns
+            expected = max(expected, outcome.expected)
             if outcome.passed or outcome.verdict == BUDGET:
-                return outcome.passed, usd, turns
-        return False, usd, turns
+                return outcome.passed, usd, turns, expected
+        return False, usd, turns, expected
 
     solved = in_parallel([partial(solve, task) for task in tasks], workers)
-    return Row("oracle", tuple(float(s) for s, _, _ in solved), sum(u for _, u, _ in solved) / len(tasks),
-               sum(t for _, _, t in solved) / len(tasks))
+    return Row("oracle", tuple(float(s[0]) for s in solved), sum(s[1] for s in solved) / len(tasks),
+               sum(s[2] for s in solved) / len(tasks), tuple(s[3] for s in solved))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,23 @@ STATS_TURNS = 3
 
 
 @dataclass(frozen=True)
+class PoolDraws:
+    """Universal training: each episode plays a pool drawn from the training agents (sizes
+    `smallest`..`largest`), the same draws for every candidate of a generation; the head is
+    bound to the drawn agents' profiles (`UniversalHead.for_pool`)."""
+
+    profiles: np.ndarray  # (A, P): row i is agent i's profile vector
+    smallest: int = 2
+    largest: int = 6
+
+    def draw(self, seed: int, generation: int, task_index: int) -> list[int]:
+        rng = np.random.default_rng([seed, generation, task_index, 29])
+        n = len(self.profiles)
+        size = int(rng.integers(min(self.smallest, n), min(self.largest, n) + 1))
+        return sorted(int(i) for i in rng.choice(n, size=size, replace=False))
+
+
+@dataclass(frozen=True)
 class TrainSettings:
     generations: int = 20
     popsize: int = 8
@@ -117,10 +134,15 @@ def train(
     on_generation: Callable[[GenerationReport], None] = lambda report: None,
     stop_after: int | None = None,
     workers: int = 1,
+    start_head: Any = None,
+    pools: PoolDraws | None = None,
+    expected: bool = False,
 ) -> TrainResult:
     """Run (or resume) the ask/tell loop; `stop_after` ends early after that generation.
 
-    `workers` changes only the speed, never the result, so it is not part of the fingerprint."""
+    `start_head` replaces the zero LinearHead (the universal head brings its basis); `pools`
+    draws each episode's pool; `expected` scores expected passes (fitness.py). `workers`
+    changes only the speed, never the result, so it is not part of the fingerprint."""
     from cmaes import SepCMA
 
     fingerprint = {**(fingerprint or {}), **asdict(settings), "tasks": [t.task_id for t in tasks]}
@@ -129,13 +151,13 @@ def train(
         state = checkpoint.load(checkpoint_file, fingerprint)
         start = state["start_head"]
     else:
-        start = starting_head(tasks, names, coordinator, settings.project)
+        start = start_head or starting_head(tasks, names, coordinator, settings.project)
         optimizer = SepCMA(
-            mean=start.weights.ravel().copy(), sigma=settings.sigma0,
+            mean=start.flat.copy(), sigma=settings.sigma0,
             population_size=settings.popsize, seed=settings.seed,
         )
         state = {"fingerprint": fingerprint, "optimizer": optimizer, "generation": 0, "history": [],
-                 "best": (-np.inf, start.weights.ravel().copy()), "spent_usd": 0.0, "start_head": start}
+                 "best": (-np.inf, start.flat.copy()), "spent_usd": 0.0, "start_head": start}
     optimizer = state["optimizer"]
     budget = Budget(settings.budget_usd, state["spent_usd"])
     stopped_for_budget = False
@@ -147,9 +169,13 @@ def train(
         batch = batch_for(tasks, settings, generation)
         outcomes: list[list[Outcome]] = [[] for _ in candidates]
         for task_index in batch:  # task-major: the KV prefix and memo serve all candidates
+            drawn = None if pools is None else pools.draw(settings.seed, generation, task_index)
+            playing = agents if drawn is None else [agents[i] for i in drawn]
             task_outcomes = in_parallel([
-                partial(play, tasks[task_index], agents, coordinator, head, grader, max_turns=settings.max_turns,
-                        sample_seed=(settings.seed, generation, c, task_index), budget=budget)
+                partial(play, tasks[task_index], playing, coordinator,
+                        head if drawn is None else head.for_pool(pools.profiles[drawn]), grader,  # type: ignore[union-attr]
+                        max_turns=settings.max_turns, sample_seed=(settings.seed, generation, c, task_index),
+                        budget=budget)
                 for c, head in enumerate(heads)
             ], workers)
             for c, outcome in enumerate(task_outcomes):
@@ -159,7 +185,7 @@ def train(
                 break
         if stopped_for_budget:  # never tell the optimizer a partial population
             break
-        scores = [fitness(o, settings.cost_weight) for o in outcomes]
+        scores = [fitness(o, settings.cost_weight, expected) for o in outcomes]
         optimizer.tell([(x, -f) for x, f in zip(candidates, scores)])
         best = int(np.argmax(scores))
         if scores[best] > state["best"][0]:

@@ -4,6 +4,13 @@ fitness(head) = mean pass over the generation's mini-batch − cost_weight × me
 (cost_weight defaults to 0, as in the paper). A task passes when its latest Worker answer passes
 the task's tests, whatever the verdict; `no_answer` scores 0.
 
+Expected pass: where the answer came from a replay agent's pass-rate entry (EvalPerf), its
+recorded probability; elsewhere the pass itself. It removes the agents' sampling noise.
+Training on expected passes is `fitness(..., expected=True)`. Such an answer passes when it is
+one of the record's correct programs: the replay returns one exactly when its draw passed (a
+failing draw is a mutant the grader saw fail), so this is the grade the tests would give, with
+no sandbox run, and it grades tasks without tests too (their mutants are unverified).
+
 Episodes are independent given their seeds, so `in_parallel` runs several at once on threads:
 their agents' network waits overlap, while the coordinator and local models take turns (each
 holds a lock). Exact prefix reuse makes every hidden state the same in any order, so with
@@ -30,6 +37,7 @@ class Outcome:
     usd: float
     turns: int
     verdict: str
+    expected: float = 0.0  # see the module docstring
 
 
 def play(
@@ -47,13 +55,29 @@ def play(
         task.problem, agents, coordinator, policy, max_turns=max_turns,
         sample_seed=sample_seed, budget=budget,
     )
-    passed = result.verdict != BUDGET and grader.passes(task, result.answer)
-    return Outcome(passed, result.usd, len(result.turns), result.verdict)
+    recorded = None if result.verdict == BUDGET else recorded_grade(agents, result.turns, task)
+    if recorded is not None:
+        expected, passed = recorded
+    else:
+        passed = result.verdict != BUDGET and grader.passes(task, result.answer)
+        expected = float(passed)
+    return Outcome(passed, result.usd, len(result.turns), result.verdict, expected)
 
 
-def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0) -> float:
+def recorded_grade(agents: Sequence[Agent], turns: Sequence[Any], task: Task) -> tuple[float, bool] | None:
+    """(probability, drawn pass) of the final answer, when a replay agent's pass-rate entry made it."""
+    answering = [t for t in turns if t.answer is not None]
+    if not answering:
+        return None
+    by_name = {a.name: a for a in agents}
+    grade = getattr(by_name[answering[-1].decision.agent].provider, "recorded_grade", None)
+    return None if grade is None else grade(task.task_id, answering[-1].answer)
+
+
+def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0, expected: bool = False) -> float:
     n = len(outcomes)
-    return sum(o.passed for o in outcomes) / n - cost_weight * sum(o.usd for o in outcomes) / n
+    score = sum(o.expected for o in outcomes) if expected else sum(o.passed for o in outcomes)
+    return score / n - cost_weight * sum(o.usd for o in outcomes) / n
 
 
 T = TypeVar("T")

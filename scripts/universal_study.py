@@ -1,0 +1,153 @@
+"""Train the shipped universal head on EvalPerf's training models and measure it on pools of
+held-out models only (docs/measurements.md, "Routing any pool").
+
+    python scripts/universal_study.py train --max-turns 1          # writes weights/universal.npz
+    python scripts/universal_study.py measure --max-turns 1        # writes docs/universal/*.json
+
+`train`: the model split of the bundled manifest (whole families held out); the training
+models replay `evalperf-all` on the train split of `evalperf` (all 118 tasks count: pass-rate
+records are graded by their recorded probability); profiles on N_CALIBRATION calibration
+tasks; episodes on pools of 2-6 training models drawn per task and generation.
+
+`measure`: POOLS pools of 3-5 held-out models (seeded draws), each agent profiled on n
+calibration tasks of the train split (n in NS) as `trinity profile` does; on the test split,
+per pool: the universal head, the pool's best single agent by its profile (what a user would
+pick), random routing, every single agent, cascade, the per-task oracle (the best recorded
+pass probability among the pool's agents), expected and sampled pass@1 and $ per task, with
+the paired SE of universal − best-by-profile on expected passes; and for a few pools a head
+trained on that very pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from trinity_cli import bundled
+from trinity_cli.config import load_pool
+from trinity_cli.coordinator.llama import LlamaCoordinator
+from trinity_cli.coordinator.memo import MemoCoordinator
+from trinity_cli.embedded import gguf_sha256
+from trinity_cli.providers.registry import build_agents
+from trinity_cli.runtime import backbone_of, coordinator_path
+from trinity_cli.tasks.grading import Grader
+from trinity_cli.tasks.taskset import load_tasks, select_split
+from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
+from trinity_cli.train.es import TrainSettings, train
+from trinity_cli.train.profile import calibration_tasks
+from trinity_cli.train.universal import measure_profiles, train_universal
+from trinity_cli.weights import load_head, save_head, universal_metadata
+
+ROOT = Path(__file__).resolve().parent.parent
+N_CALIBRATION = 40
+NS = (10, 20, 40, 72)  # the train split of evalperf has 72 tasks
+POOLS = 30
+POOL_SPECIFIC = 3  # pools that also get a head trained on themselves
+SETTINGS = {"generations": 30, "popsize": 8, "sigma0": 0.3, "batch_size": 32, "seed": 0, "project": 4}
+
+
+def setup(scratch: Path):
+    pool = load_pool("evalperf-all")
+    split = json.loads((bundled.DATA / "manifest.json").read_text())["model_split"]
+    tasks = load_tasks("evalperf")
+    gguf = coordinator_path(pool)
+    coordinator = MemoCoordinator(LlamaCoordinator(gguf, n_ctx=8192), gguf_sha256(gguf), scratch / "hidden.sqlite")
+    grader = Grader(scratch / "grades.sqlite")
+    agents = {a.name: a for a in build_agents(pool.agents, tasks, coordinator_model=pool.coordinator.model)}
+    return pool, split, tasks, coordinator, grader, agents
+
+
+def train_command(args: argparse.Namespace) -> None:
+    pool, split, tasks, coordinator, grader, agents = setup(args.scratch)
+    train_tasks = select_split(tasks, "train")
+    calibration = calibration_tasks(train_tasks, N_CALIBRATION)
+    settings = TrainSettings(**SETTINGS, max_turns=args.max_turns, cost_weight=args.cost_weight)
+    started = time.perf_counter()
+    result = train_universal(train_tasks, [agents[n] for n in split["train"]], calibration, coordinator, grader,
+                             settings, args.scratch / f"universal-t{args.max_turns}.ckpt")
+    head = result.head
+    out = ROOT / "weights" / args.out
+    save_head(out, head, universal_metadata(
+        backbone_of(pool), head.mean.shape[0], head, numerics=coordinator.numerics,
+        training={"how": "scripts/universal_study.py train", "tasks": "evalperf", "split": "train",
+                  "models": split["train"], "calibration_tasks": [t.task_id for t in calibration],
+                  **asdict(settings), "pool_sizes": [2, 6], "history": result.training.history,
+                  "seconds": round(time.perf_counter() - started, 1)}))
+    print(f"wrote {out}")
+
+
+def measure_command(args: argparse.Namespace) -> None:
+    _, split, tasks, coordinator, grader, agents = setup(args.scratch)
+    head, _ = load_head(ROOT / "weights" / args.weights)
+    train_tasks, test = select_split(tasks, "train"), select_split(tasks, "test")
+    held = split["held_out"]
+    rng = np.random.default_rng(args.seed)
+    pools = [sorted(rng.choice(held, size=int(rng.integers(3, 6)), replace=False).tolist()) for _ in range(POOLS)]
+    profiles = {n: dict(zip(held, measure_profiles([agents[m] for m in held], calibration_tasks(train_tasks, n),
+                                                     coordinator, head, grader))) for n in NS}
+    results = []
+    for index, members in enumerate(pools):
+        pool_agents = [agents[m] for m in members]
+        row: dict = {"pool": members}
+        bound = {n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in NS}
+        report = evaluate(test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in NS], grader,
+                          max_turns=args.max_turns)  # the baselines do not depend on n: once per pool
+        rows = {r.policy: r for r in report.pop("_rows")}
+        oracle = [max(agents[m].provider.record.rates[(agents[m].provider.spec.model, t.task_id)].pass_rate
+                      for m in members) for t in test]
+        row["baselines"] = {
+            "best_true": max(rows[f"single:{m}"].expected_pass_at_1 for m in members),
+            "random": rows["random"].expected_pass_at_1, "cascade": rows["cascade"].expected_pass_at_1,
+            "cascade_sampled": rows["cascade"].pass_at_1, "cascade_usd": rows["cascade"].usd_per_task,
+            "oracle": float(np.mean(oracle)),
+            "singles": {m: [rows[f"single:{m}"].expected_pass_at_1, rows[f"single:{m}"].usd_per_task] for m in members}}
+        for n in NS:
+            by_profile = max(members, key=lambda m: profiles[n][m].pass_rate)
+            best, mine = rows[f"single:{by_profile}"], rows[f"n{n}"]
+            row[f"n{n}"] = {
+                "universal": mine.expected_pass_at_1, "universal_usd": mine.usd_per_task,
+                "universal_sampled": mine.pass_at_1, "best_by_profile": by_profile,
+                "best": best.expected_pass_at_1, "best_usd": best.usd_per_task,
+                "margin_se": paired_margin(mine.expected, best.expected),
+                "diff": [u - b for u, b in zip(mine.expected, best.expected)],
+            }
+        if index < POOL_SPECIFIC:
+            fit = train(train_tasks, pool_agents, coordinator, grader,
+                        TrainSettings(**SETTINGS, max_turns=args.max_turns), args.scratch / f"pool-{index}.ckpt",
+                        expected=True)
+            report = evaluate(test, pool_agents, [HeadUnderTest("specific", fit.head, coordinator)], grader,
+                              max_turns=args.max_turns)
+            row["pool_specific"] = report["_rows"][0].expected_pass_at_1
+        print(json.dumps({k: v for k, v in row.items()}, default=float)[:400], flush=True)
+        results.append(row)
+    out = ROOT / "docs" / "universal" / f"held-out-t{args.max_turns}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"how": "scripts/universal_study.py measure", "weights": args.weights,
+                               "max_turns": args.max_turns, "seed": args.seed, "test_tasks": len(test),
+                               "pools": results}, indent=1, default=float) + "\n")
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=("train", "measure"))
+    parser.add_argument("--max-turns", type=int, default=1)
+    parser.add_argument("--cost-weight", type=float, default=0.0)
+    parser.add_argument("--out", default="universal.npz")
+    parser.add_argument("--weights", default="universal.npz")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scratch", type=Path, default=None)
+    args = parser.parse_args()
+    args.scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-universal-"))
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    {"train": train_command, "measure": measure_command}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Training the pool-agnostic head (core.head.UniversalHead) across pools drawn from many agents.
+
+1. The head's input space: standardisation and a whitened K-component basis from training
+   states, as for a pool-specific head (`es.starting_head`), of tasks spread over the whole
+   set (a set joined from two comes in two blocks); the search starts from the head
+   that picks the agent whose profile predicts the highest pass (`input_space`).
+2. Every training agent's profile, measured in that space on the calibration tasks.
+3. sep-CMA-ES (`es.train`) on the shared parameters; each episode plays a pool drawn from the
+   training agents (`es.PoolDraws`), the head bound to the drawn agents' profiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trinity_cli.core.head import UniversalHead
+from trinity_cli.core.profile import Profile
+from trinity_cli.tasks.grading import Grader
+from trinity_cli.tasks.taskset import Task
+from trinity_cli.train.es import (
+    STATS_TASKS,
+    PoolDraws,
+    TrainResult,
+    TrainSettings,
+    starting_head,
+    train,
+)
+from trinity_cli.train.profile import problem_states, profile_agent
+
+PROFILE_EXTRA = 2  # profile values besides the skill vector: pass rate, cost (core.profile)
+START_SHARPNESS = 10.0  # logits per unit of predicted pass at the start
+
+
+@dataclass
+class UniversalResult:
+    head: UniversalHead  # unbound (no pool's profiles)
+    profiles: list[Profile]  # the training agents', in their order
+    training: TrainResult
+
+
+def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, components: int) -> UniversalHead:
+    """The starting head, with its basis (what profiles are measured in): each agent's logit is
+    START_SHARPNESS × its profile's predicted pass on the task, baseline + z · skill (W's skill
+    block the identity, u's baseline entry 1); roles uniform. The search refines it from there."""
+    spread = list(tasks)[:: max(1, len(tasks) // STATS_TASKS)]  # task sets come in blocks (HumanEval, then MBPP)
+    linear = starting_head(spread, [a.name for a in agents][:3], coordinator, components)
+    k = linear.n_features
+    size = k + PROFILE_EXTRA
+    assert linear.basis is not None
+    w, u = np.zeros((k, size)), np.zeros(size)
+    w[:, PROFILE_EXTRA:] = np.eye(k)
+    u[0] = 1.0
+    params = np.concatenate([START_SHARPNESS * w.ravel(), START_SHARPNESS * u, np.zeros(3 * k)])
+    return UniversalHead(params, linear.mean, linear.std, linear.basis, np.zeros((0, size)))
+
+
+def measure_profiles(agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any, head: UniversalHead,
+                     grader: Grader) -> list[Profile]:
+    states = problem_states(calibration, coordinator, head)
+    return [profile_agent(agent, calibration, states, grader) for agent in agents]
+
+
+def train_universal(tasks: Sequence[Task], agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any,
+                    grader: Grader, settings: TrainSettings, checkpoint_file: Path, *, pool_sizes: tuple[int, int] = (2, 6),
+                    resume: bool = False) -> UniversalResult:
+    if settings.project is None:
+        raise ValueError("the universal head needs --project K (its parameters must not depend on d)")
+    start = input_space(tasks, agents, coordinator, settings.project)
+    profiles = measure_profiles(agents, calibration, coordinator, start, grader)
+    draws = PoolDraws(np.array([p.vector() for p in profiles]), *pool_sizes)
+    result = train(tasks, agents, coordinator, grader, settings, checkpoint_file, resume=resume,
+                   start_head=start, pools=draws, expected=True)
+    return UniversalResult(result.head, profiles, result)  # type: ignore[arg-type]
