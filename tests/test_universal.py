@@ -152,7 +152,7 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
                     "--no-log")
     assert evaluated.returncode == 0, evaluated.stderr
     rows = {r["policy"]: r["pass_at_1"] for r in json.loads(evaluated.stdout)["rows"]}
-    assert rows["trained"] == pytest.approx(universal["routed"][0]["universal"].pass_at_1)
+    assert rows["trained"] == pytest.approx(universal["routed"][0]["universal"].pass_at_1, abs=1e-4)  # JSON rounds
 
 
 def test_profile_budget_is_never_exceeded(universal, saved, tmp_path):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trinity_cli.config import EMBEDDED, Pool
+from trinity_cli.config import BUILTIN_POOL, EMBEDDED, Pool
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import ConfigError
 from trinity_cli.weights import (
@@ -147,8 +147,8 @@ def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadCho
     missing = unprofiled(pool, meta) if is_universal(meta) else []
     if missing:
         raise ConfigError(f"weights {path} ({reason}): the universal head routes by profiles, and agents "
-                          f"{', '.join(missing)} have none for it: run `trinity profile --pool {pool.source} "
-                          f"--weights {path}`")
+                          f"{', '.join(missing)} have none for it: run `trinity profile"
+                          f"{'' if pool.source == BUILTIN_POOL else f' --pool {pool.source}'} --weights {path}`")
     return HeadChoice(path, reason, meta, backbone.transcript_format)
 
 

@@ -257,7 +257,8 @@ def newest_fitting(directory: Path, backbone: Backbone, pool: Pool) -> tuple[Pat
             meta = read_metadata(path)
         except ConfigError:
             continue
-        if meta.get("auto_select", True) and not mismatches(meta, in_head_format(meta, backbone), pool):
+        if (meta.get("auto_select", True) and not is_universal(meta)  # a universal head has its own step
+                and not mismatches(meta, in_head_format(meta, backbone), pool)):
             fitting.append((str(meta.get("created", "")), path.stat().st_mtime_ns, path))
     return (max(fitting)[2] if fitting else None), len(heads)
 

@@ -40,7 +40,7 @@ def profile(
 
     from trinity_cli.config import load_pool
     from trinity_cli.core.budget import Budget
-    from trinity_cli.errors import ConfigError, UsageError
+    from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
     from trinity_cli.profiles import ProfileStore
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runlog import disabled, summary_row
@@ -91,12 +91,18 @@ def profile(
                 coordinator = memo_coordinator(pool_cfg, caches, transcript_format=backbone.transcript_format)
                 states = problem_states(calibration, coordinator, head)
                 agents = build_agents(todo, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
+                done: list[str] = []
                 with Progress(console=stderr, transient=True, disable=quiet) as progress:
                     for spec, agent in zip(todo, agents):
                         bar = progress.add_task(spec.name, total=n)
-                        measured = profile_agent(agent, calibration, states, caches.grader, budget,
-                                                 on_task=lambda: progress.advance(bar))  # noqa: B023 (used at once)
+                        try:
+                            measured = profile_agent(agent, calibration, states, caches.grader, budget,
+                                                     on_task=lambda: progress.advance(bar))  # noqa: B023 (used at once)
+                        except BudgetExceeded as exc:  # the agents measured so far keep their profiles
+                            logged.done("budget", budget.spent_usd, {"profiled": done}, exc.message)
+                            raise
                         store.put(spec, scale, task_ids, measured)
+                        done.append(spec.name)
             shown = {spec.name: store.get(spec, scale, task_ids) for spec in pool_cfg.agents}
             result = {"head": str(head_path), "tasks": tasks, "n": n, "spent_usd": budget.spent_usd,
                       "agents": {name: {"pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
