@@ -198,6 +198,18 @@ def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str = CU
     )
 
 
+def load_run_pool(source: str | None, offline: bool, budget_usd: float | None) -> Pool:
+    """The pool of a run, checked against --offline and --budget-usd (exit 3)."""
+    from trinity_cli.config import load_pool
+
+    pool = load_pool(source)
+    if offline:
+        check_offline(pool)
+    if budget_usd is not None:
+        check_prices(pool)
+    return pool
+
+
 def check_offline(pool: Pool) -> None:
     from trinity_cli.providers.registry import is_offline
 

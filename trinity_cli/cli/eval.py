@@ -46,15 +46,13 @@ def eval_command(
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
     out_dir: Annotated[Path, typer.Option("--out-dir", help="Where the quality/cost curve of several heads goes.")] = Path("."),
 ) -> int:
-    from trinity_cli.config import load_pool
     from trinity_cli.core.budget import Budget
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
-        check_offline,
-        check_prices,
         choose_policy,
+        load_run_pool,
         memo_coordinator,
         open_caches,
         warn_if_other_numerics,
@@ -63,11 +61,7 @@ def eval_command(
     from trinity_cli.train.baselines import HeadUnderTest, evaluate
     from trinity_cli.train.fitness import default_workers
 
-    pool_cfg = load_pool(pool)
-    if offline:
-        check_offline(pool_cfg)
-    if budget_usd is not None:
-        check_prices(pool_cfg)
+    pool_cfg = load_run_pool(pool, offline, budget_usd)
     choices = [choose_policy(pool_cfg, name, warn=lambda msg: None) for name in head_names(weights)]
     all_tasks = load_tasks(tasks)
     chosen, left_out = gradable(select_split(all_tasks, split))

@@ -38,7 +38,6 @@ def profile(
 ) -> int:
     from rich.progress import Progress
 
-    from trinity_cli.config import load_pool
     from trinity_cli.core.budget import Budget
     from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
     from trinity_cli.profiles import ProfileStore
@@ -46,8 +45,7 @@ def profile(
     from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
         backbone_of,
-        check_offline,
-        check_prices,
+        load_run_pool,
         memo_coordinator,
         open_caches,
         profile_scale,
@@ -57,11 +55,7 @@ def profile(
     from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
     from trinity_cli.weights import in_head_format, is_universal, load_head, mismatches, resolve
 
-    pool_cfg = load_pool(pool)
-    if offline:
-        check_offline(pool_cfg)
-    if budget_usd is not None:
-        check_prices(pool_cfg)
+    pool_cfg = load_run_pool(pool, offline, budget_usd)
     head_path = resolve(weights)
     head, meta = load_head(head_path)
     if not is_universal(meta):

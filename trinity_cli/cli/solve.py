@@ -57,7 +57,6 @@ def solve(
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
 ) -> int:
     from trinity_cli.cli.display import JsonlWriter, TurnDisplay, episode_json, fan_out
-    from trinity_cli.config import load_pool
     from trinity_cli.core.budget import Budget
     from trinity_cli.core.episode import run_episode
     from trinity_cli.core.transcript import Problem
@@ -66,9 +65,8 @@ def solve(
     from trinity_cli.runlog import RunLogSink, disabled
     from trinity_cli.runtime import (
         build_coordinator,
-        check_offline,
-        check_prices,
         choose_policy,
+        load_run_pool,
         warn_if_other_numerics,
     )
     from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
@@ -79,11 +77,7 @@ def solve(
         raise UsageError("--tests and --no-tests are exclusive: pick one")
     text = read_problem(problem)
     suite = None if no_tests else suite_from_file(tests) if tests is not None else suite_from_problem(text)
-    pool_cfg = load_pool(pool)
-    if offline:
-        check_offline(pool_cfg)
-    if budget_usd is not None:
-        check_prices(pool_cfg)
+    pool_cfg = load_run_pool(pool, offline, budget_usd)
     warn = (lambda msg: None) if quiet else (lambda msg: stderr.print(f"warning: {msg}", markup=False))
     choice = choose_policy(pool_cfg, weights, warn)
     agents = build_agents(pool_cfg.agents, coordinator_model=pool_cfg.coordinator.model, problem=text)

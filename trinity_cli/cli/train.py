@@ -54,14 +54,12 @@ def train(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the episodes, agent calls and worst-case $ of this run; call and write nothing.")] = False,
 ) -> int:
     from trinity_cli.cli.progress import GenerationDisplay
-    from trinity_cli.config import load_pool
     from trinity_cli.errors import ConfigError, UsageError
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
         backbone_of,
-        check_offline,
-        check_prices,
+        load_run_pool,
         memo_coordinator,
         open_caches,
     )
@@ -76,15 +74,11 @@ def train(
         raise UsageError(f"--out must end in .npz, got {out}")
     if dry_run and resume:
         raise UsageError("--dry-run plans a fresh run: drop --resume")
-    pool_cfg = load_pool(pool)
-    if offline:
-        check_offline(pool_cfg)
+    pool_cfg = load_run_pool(pool, offline, budget_usd)
     out = out or default_out(pool_cfg.source, tasks, resume)
     if not resume and unfinished(out):
         raise ConfigError(f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
                           "another --out starts afresh (delete the checkpoint to discard it)")
-    if budget_usd is not None:
-        check_prices(pool_cfg)
     all_tasks = load_tasks(tasks)
     train_tasks, left_out = gradable(select_split(all_tasks, "train"))
     if left_out and not quiet:
