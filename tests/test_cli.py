@@ -259,8 +259,10 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     assert policies[:2] == ["trained", "random"] and policies[-1] == "oracle"
     assert {"pipeline:sim-strings", "single:sim-math"} <= set(policies)
     for row in report["rows"]:
-        assert set(row) == {"policy", "pass_at_1", "ci95", "usd_per_task", "mean_turns"}
+        assert set(row) == {"policy", "pass_at_1", "ci95", "expected_pass_at_1", "usd_per_task", "mean_turns"}
         assert 0 <= row["ci95"][0] <= row["pass_at_1"] <= row["ci95"][1] <= 1
+        if row["policy"] != "oracle":  # no recorded probabilities here: the expected pass is the pass
+            assert row["expected_pass_at_1"] == row["pass_at_1"]
     assert isinstance(report["rel_err_reduction_vs_best_single"], float)
 
 

@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFINITION = "trinity-profile-v1"
 RIDGE = 0.03
@@ -44,12 +46,16 @@ class Profile:
         return max(math.log10(self.usd_per_answer) if self.usd_per_answer > 0 else COST_FLOOR, COST_FLOOR) + 3.0
 
     def vector(self) -> np.ndarray:
+        import numpy as np  # not at import: `trinity pool` reads profiles without numpy
+
         return np.array([self.baseline, self.cost, *self.skill], dtype=np.float64)
 
 
 def measure(passes: Sequence[float], states: np.ndarray, usd_per_answer: float) -> Profile:
     """The profile of an agent that scored `passes` on tasks whose projected states are the
     rows of `states` (n, k)."""
+    import numpy as np
+
     y = np.asarray(passes, dtype=np.float64)
     z = np.asarray(states, dtype=np.float64)
     if len(y) == 0 or z.shape[0] != len(y):
