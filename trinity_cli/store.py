@@ -10,7 +10,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+
+class Table(Protocol):
+    """What the caches need of a store: a KeyValueStore here, a cluster worker's view of the
+    driver's stores there (cluster.py)."""
+
+    def get(self, key: str) -> Any | None: ...
+
+    def put(self, key: str, value: Any) -> None: ...
+
+    def count(self) -> int: ...
 
 
 class KeyValueStore:

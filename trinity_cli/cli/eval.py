@@ -89,7 +89,7 @@ def eval_command(
                                    lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
         name = "trained" if len(choices) == 1 else f"trained:{Path(choice.source).stem}"
         cost_weight = (choice.meta or {}).get("training", {}).get("cost_weight")
-        heads.append(HeadUnderTest(name, choice.policy, coordinator, cost_weight))
+        heads.append(HeadUnderTest(name, choice.policy, coordinator, cost_weight, choice.transcript_format))
     sources = ", ".join(choice.source for choice in choices)
     budget = Budget(budget_usd)
     settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd}

@@ -53,6 +53,7 @@ def profile(
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.plan import episode_worst_usd
     from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
+    from trinity_cli.train.runner import LocalRunner, Players
     from trinity_cli.weights import in_head_format, is_universal, load_head, mismatches, resolve
 
     pool_cfg = load_run_pool(pool, offline, budget_usd)
@@ -84,14 +85,15 @@ def profile(
             if todo:
                 coordinator = memo_coordinator(pool_cfg, caches, transcript_format=backbone.transcript_format)
                 states = problem_states(calibration, coordinator, head)
-                agents = build_agents(todo, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
+                agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
+                runner = LocalRunner(Players(agents, caches.grader))
                 done: list[str] = []
                 with Progress(console=stderr, transient=True, disable=quiet) as progress:
-                    for spec, agent in zip(todo, agents):
+                    for spec in todo:
                         bar = progress.add_task(spec.name, total=n)
                         try:
-                            measured = profile_agent(agent, calibration, states, caches.grader, budget,
-                                                     on_task=lambda: progress.advance(bar))  # noqa: B023 (used at once)
+                            measured = profile_agent(runner, pool_cfg.agents.index(spec), spec.name, calibration, states,
+                                                     budget, on_task=lambda: progress.advance(bar))  # noqa: B023 (used at once)
                         except BudgetExceeded as exc:  # the agents measured so far keep their profiles
                             logged.done("budget", budget.spent_usd, {"profiled": done}, exc.message)
                             raise

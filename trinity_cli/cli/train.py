@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ def train(
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the episodes, agent calls and worst-case $ of this run; call and write nothing.")] = False,
+    ray: RayAddress = None,
+    ray_workers: RayWorkers = None,
 ) -> int:
     from trinity_cli.cli.progress import GenerationDisplay
     from trinity_cli.errors import ConfigError, UsageError
@@ -70,6 +73,7 @@ def train(
     from trinity_cli.train.fitness import default_workers
     from trinity_cli.weights import metadata_for, save_head
 
+    check_ray_flags(ray, ray_workers)
     if out is not None and out.suffix != ".npz":
         raise UsageError(f"--out must end in .npz, got {out}")
     if dry_run and resume:
@@ -101,12 +105,14 @@ def train(
         n_states = min(STATS_TASKS, len(train_tasks)) * STATS_TURNS
         stderr.print(f"writing {out}; first the {n_states} coordinator states that set the head's normalisation "
                      "(memoized: quick on a rerun)", markup=False, highlight=False)
-    with logged as summary, display:
+    cluster = runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers,
+                         coordinators={backbone.transcript_format: coordinator}, caches=caches)
+    with logged as summary, cluster as runner, display:
         result = run_training(
             train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
             resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
                          "transcript_format": backbone.transcript_format, "numerics": coordinator.numerics},
-            on_generation=display.update, workers=workers,
+            on_generation=display.update, workers=workers, runner=runner,
         )
         summary.done("budget" if result.stopped_for_budget else "completed", result.spent_usd,
                      {"tasks": tasks, "n_tasks": len(train_tasks), "out": str(out), "generations": len(result.history),

@@ -23,11 +23,14 @@ import numpy as np
 
 from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Transcript
-from trinity_cli.store import KeyValueStore
+from trinity_cli.store import KeyValueStore, Table
 
 
 class MemoCoordinator:
-    def __init__(self, inner, backbone_sha256: str, path: Path | None = None) -> None:
+    SCHEMA = ("states", "vec", "BLOB")
+
+    def __init__(self, inner, backbone_sha256: str, path: Path | None = None, table: Table | None = None) -> None:
+        """Persisted on `path`, or in another process's store (`table`: see cluster.py)."""
         self.inner = inner
         self.hidden_size = inner.hidden_size
         produced_by = json.dumps(inner.numerics, sort_keys=True)  # see llamacpp.numerics
@@ -36,7 +39,7 @@ class MemoCoordinator:
         self.memory: dict[str, np.ndarray] = {}
         self.hits = 0
         self.misses = 0
-        self._db = None if path is None else KeyValueStore(path, "states", "vec", "BLOB")
+        self._db: Table | None = table if path is None else KeyValueStore(path, *self.SCHEMA)
         self._lock = threading.Lock()  # concurrent episodes share the memo and the KV cache
 
     @property

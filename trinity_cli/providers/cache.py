@@ -16,7 +16,7 @@ from pathlib import Path
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Provider, Reply, Request, RetryHook, TextCallback
-from trinity_cli.store import KeyValueStore
+from trinity_cli.store import KeyValueStore, Table
 
 
 @dataclass
@@ -31,9 +31,12 @@ class CacheStats:
 
 
 class ResponseStore:
-    def __init__(self, path: Path) -> None:
+    SCHEMA = ("replies", "reply", "TEXT")
+
+    def __init__(self, path: Path | None, table: Table | None = None) -> None:
+        """On `path`, or on another process's store (`table`: a cluster worker's, see cluster.py)."""
         self.path = path
-        self._table = KeyValueStore(path, "replies", "reply", "TEXT")
+        self._table: Table = table or KeyValueStore(path, *self.SCHEMA)  # type: ignore[arg-type]
         self._stats_lock = threading.Lock()
         self.stats = CacheStats()
 
@@ -52,7 +55,7 @@ class ResponseStore:
 
     def size(self) -> tuple[int, int]:
         """(entries, bytes on disk)."""
-        return self._table.count(), self.path.stat().st_size if self.path.exists() else 0
+        return self._table.count(), self.path.stat().st_size if self.path and self.path.exists() else 0
 
 
 class CachingProvider:

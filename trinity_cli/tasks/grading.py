@@ -32,7 +32,7 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from trinity_cli.store import KeyValueStore
+from trinity_cli.store import KeyValueStore, Table
 from trinity_cli.tasks.sandbox import Limits, run_python
 from trinity_cli.tasks.taskset import Task
 
@@ -158,14 +158,18 @@ def run_check(task: Task, answer: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> 
 class Grader:
     """Grades answers once each; remembers results in memory and, given a path, on disk."""
 
-    def __init__(self, path: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    SCHEMA = ("grades", "passed", "INTEGER")
+
+    def __init__(self, path: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, table: Table | None = None) -> None:
+        """Remembered on `path`, or in another process's store (`table`: see cluster.py)."""
         self.timeout_s = timeout_s
+        self.path = path
         self.memory: dict[str, bool] = {}
         self.runs = 0
         self._runs_lock = threading.Lock()
-        self._db = None
+        self._db: Table | None = table
         if path is not None:
-            self._db = KeyValueStore(path, "grades", "passed", "INTEGER")
+            self._db = KeyValueStore(path, *self.SCHEMA)
 
     def passes(self, task: Task, answer: str | None) -> bool:
         if not answer:

@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.core.budget import Budget
-from trinity_cli.core.episode import BUDGET, role_mask
+from trinity_cli.core.episode import role_mask
 from trinity_cli.core.head import PipelinePolicy, PlanPolicy, RandomPolicy
 from trinity_cli.core.roles import Role
+from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.fitness import Outcome, in_parallel, play
+from trinity_cli.train.runner import Episode, LocalRunner, OracleTask, Players, Runner
 
 SCHEMA_VERSION = 1
 
@@ -70,18 +71,16 @@ class Row:
                 "usd_per_task": self.usd_per_task, "mean_turns": round(self.mean_turns, 3)}
 
 
-def run_policy(name: str, tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, policy: Any,
-               grader: Grader, max_turns: int, samples: int = 0, seed: int = 0,
-               workers: int = 1, budget: Budget | None = None) -> Row:
-    def episodes(index: int, task: Task) -> list[Callable[[], Outcome]]:
-        draws = [None] if samples == 0 else [(seed, index, s) for s in range(samples)]
-        return [partial(play, task, agents, coordinator, policy, grader, max_turns=max_turns,
-                        sample_seed=d, budget=budget)
-                for d in draws]
-
-    groups = [episodes(i, task) for i, task in enumerate(tasks)]
-    flat = iter(in_parallel([call for group in groups for call in group], workers))
-    results = [[next(flat) for _ in group] for group in groups]
+def run_policy(name: str, tasks: Sequence[Task], policy: Any, runner: Runner, budget: Budget | None, *,
+               max_turns: int, agents: tuple[int, ...] | None = None, reader: str | None = None,
+               samples: int = 0, seed: int = 0) -> Row:
+    """`policy` on every task (`samples` sampled runs each, or one greedy run), with the pool's
+    `agents` (indices; None: all) and the coordinator of transcript format `reader`."""
+    draws = [None] if samples == 0 else [(seed, s) for s in range(samples)]
+    units = [Episode(task, policy, max_turns, agents, reader, None if d is None else (d[0], i, d[1]))
+             for i, task in enumerate(tasks) for d in draws]
+    played = iter(runner.map(units, budget))
+    results = [[next(played) for _ in draws] for _ in tasks]
     passes = [float(np.mean([r.passed for r in rs])) for rs in results]
     expected = [float(np.mean([r.expected for r in rs])) for rs in results]
     usd = sum(sum(r.usd for r in rs) / len(rs) for rs in results)
@@ -122,24 +121,8 @@ def oracle_plans(agents: Sequence[Any]) -> list[tuple[tuple[int, Role], ...]]:
     return [((w, Role.WORKER),) for w in workers] + [((t, Role.THINKER), (w, Role.WORKER)) for t in thinkers for w in workers]
 
 
-def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], grader: Grader, workers: int = 1,
-               budget: Budget | None = None) -> Row:
-    n, plans = len(agents), oracle_plans(agents)
-
-    def solve(task: Task) -> tuple[bool, float, int, float]:
-        """(passed, $, turns, the best expected pass of the plans played)."""
-        usd, turns, expected = 0.0, 0, 0.0
-        for plan in plans:
-            outcome = play(task, agents, None, PlanPolicy(n, plan), grader, max_turns=len(plan),
-                           budget=budget)
-            usd += outcome.usd
-            turns += outcome.turns
-            expected = max(expected, outcome.expected)
-            if outcome.passed or outcome.verdict == BUDGET:
-                return outcome.passed, usd, turns, expected
-        return False, usd, turns, expected
-
-    solved = in_parallel([partial(solve, task) for task in tasks], workers)
+def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], runner: Runner, budget: Budget | None) -> Row:
+    solved = runner.map([OracleTask(task, tuple(oracle_plans(agents))) for task in tasks], budget)
     return Row("oracle", tuple(float(s[0]) for s in solved), sum(s[1] for s in solved) / len(tasks),
                sum(s[2] for s in solved) / len(tasks), tuple(s[3] for s in solved))
 
@@ -152,30 +135,34 @@ class HeadUnderTest:
     policy: Any
     coordinator: Any
     cost_weight: float | None = None  # what it was trained with, for the quality/cost curve
+    reader: str = CURRENT_FORMAT.id  # the coordinator's transcript format (runner.Episode.reader)
 
 
 def evaluate(
     tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], grader: Grader,
     *, max_turns: int, samples: int = 0, seed: int = 0, workers: int = 1,
-    on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None,
+    on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None, runner: Runner | None = None,
 ) -> dict[str, Any]:
-    """The heads' rows first, then the baselines; the summary compares the first head."""
+    """The heads' rows first, then the baselines; the summary compares the first head. `runner`
+    plays the episodes (default: here, `workers` at a time)."""
     n = len(agents)
     cascade = cascade_plan(agents)
     budget = budget or Budget()
-    common: dict[str, Any] = {"grader": grader, "workers": workers, "budget": budget}
+    runner = runner or LocalRunner(
+        Players(agents, grader, {h.reader: h.coordinator for h in heads if h.coordinator is not None}), workers)
+    common: dict[str, Any] = {"runner": runner, "budget": budget}
     pending: list[Callable[[], Row]] = [
-        *[partial(run_policy, head.name, tasks, agents, head.coordinator, head.policy, max_turns=max_turns,
+        *[partial(run_policy, head.name, tasks, head.policy, max_turns=max_turns,
+                  reader=None if head.coordinator is None else head.reader,
                   samples=samples, seed=seed, **common) for head in heads],
-        partial(run_policy, "random", tasks, agents, None, RandomPolicy(n), max_turns=max_turns,
+        partial(run_policy, "random", tasks, RandomPolicy(n), max_turns=max_turns,
                 samples=max(1, samples), seed=seed, **common),
-        *[partial(run_policy, f"pipeline:{agent.name}", tasks, [agent], None,
-                  PipelinePolicy(1, role_mask([agent.roles])), max_turns=max(len(agent.roles), max_turns), **common)
-          for agent in agents if Role.WORKER in agent.roles],
-        *[partial(run_policy, f"single:{agents[i].name}", tasks, agents, None,
-                  PlanPolicy(n, ((i, Role.WORKER),)), max_turns=1, **common)
+        *[partial(run_policy, f"pipeline:{agent.name}", tasks, PipelinePolicy(1, role_mask([agent.roles])),
+                  max_turns=max(len(agent.roles), max_turns), agents=(i,), **common)
+          for i, agent in enumerate(agents) if Role.WORKER in agent.roles],
+        *[partial(run_policy, f"single:{agents[i].name}", tasks, PlanPolicy(n, ((i, Role.WORKER),)), max_turns=1, **common)
           for i in playing(agents, Role.WORKER)],
-        partial(run_policy, "cascade", tasks, agents, None, PlanPolicy(n, cascade), max_turns=len(cascade), **common),
+        partial(run_policy, "cascade", tasks, PlanPolicy(n, cascade), max_turns=len(cascade), **common),
         partial(oracle_row, tasks, agents, **common),
     ]
     rows: list[Row] = []

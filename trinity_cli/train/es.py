@@ -12,9 +12,10 @@ CPU in well under an hour (see the README).
   training tasks (so σ0 means the same for any backbone); the search starts at zero weights
   (uniform choices). With `project = K` the head works on the top-K principal components of
   those states, whitened to unit variance.
-- Tasks are played one at a time for all candidates, so the coordinator's KV cache keeps the
-  task's prefix and the memo answers every transcript seen before; the candidates' episodes
-  of a task run `workers` at a time (see `fitness.in_parallel`).
+- A generation's episodes go task-major to a runner (train/runner.py): here, `workers` at a
+  time on threads, so the coordinator's KV cache keeps each task's prefix and the memo answers
+  every transcript seen before; or spread over a Ray cluster (`trinity_cli.cluster`), which
+  gives each worker whole tasks for the same reason. Where they run never changes the result.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,13 @@ import numpy as np
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.head import N_ROLES, LinearHead
+from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train import checkpoint
-from trinity_cli.train.fitness import Outcome, fitness, in_parallel, play
+from trinity_cli.train.fitness import Outcome, fitness
 from trinity_cli.train.imitate import pipeline_transcripts
+from trinity_cli.train.runner import Episode, LocalRunner, Players, Runner
 
 STATS_TASKS = 40  # training tasks whose pipeline transcripts give the normalisation statistics
 STATS_TURNS = 3
@@ -137,12 +139,14 @@ def train(
     start_head: Any = None,
     pools: PoolDraws | None = None,
     expected: bool = False,
+    runner: Runner | None = None,
 ) -> TrainResult:
     """Run (or resume) the ask/tell loop; `stop_after` ends early after that generation.
 
     `start_head` replaces the zero LinearHead (the universal head brings its basis); `pools`
-    draws each episode's pool; `expected` scores expected passes (fitness.py). `workers`
-    changes only the speed, never the result, so it is not part of the fingerprint."""
+    draws each episode's pool; `expected` scores expected passes (fitness.py). `runner` plays
+    the episodes (default: here, `workers` at a time). Neither changes the result, so neither
+    is part of the fingerprint."""
     from cmaes import SepCMA
 
     fingerprint = {**(fingerprint or {}), **asdict(settings), "tasks": [t.task_id for t in tasks]}
@@ -160,6 +164,7 @@ def train(
                  "best": (-np.inf, start.flat.copy()), "spent_usd": 0.0, "start_head": start}
     optimizer = state["optimizer"]
     budget = Budget(settings.budget_usd, state["spent_usd"])
+    runner = runner or LocalRunner(Players(agents, grader, {CURRENT_FORMAT.id: coordinator}), workers)
     stopped_for_budget = False
     for generation in range(state["generation"], settings.generations):
         began = time.perf_counter()
@@ -167,24 +172,20 @@ def train(
         candidates = [optimizer.ask() for _ in range(optimizer.population_size)]
         heads = [start.with_weights(x) for x in candidates]
         batch = batch_for(tasks, settings, generation)
-        outcomes: list[list[Outcome]] = [[] for _ in candidates]
+        episodes = []
         for task_index in batch:  # task-major: the KV prefix and memo serve all candidates
             drawn = None if pools is None else pools.draw(settings.seed, generation, task_index)
-            playing = agents if drawn is None else [agents[i] for i in drawn]
-            task_outcomes = in_parallel([
-                partial(play, tasks[task_index], playing, coordinator,
-                        head if drawn is None else head.for_pool(pools.profiles[drawn]), grader,  # type: ignore[union-attr]
-                        max_turns=settings.max_turns, sample_seed=(settings.seed, generation, c, task_index),
-                        budget=budget)
+            episodes += [
+                Episode(tasks[task_index], head if drawn is None else head.for_pool(pools.profiles[drawn]),  # type: ignore[union-attr]
+                        settings.max_turns, None if drawn is None else tuple(drawn), CURRENT_FORMAT.id,
+                        (settings.seed, generation, c, task_index))
                 for c, head in enumerate(heads)
-            ], workers)
-            for c, outcome in enumerate(task_outcomes):
-                outcomes[c].append(outcome)
-            if any(outcome.verdict == "budget" for outcome in task_outcomes):
-                stopped_for_budget = True
-                break
-        if stopped_for_budget:  # never tell the optimizer a partial population
+            ]
+        played: list[Outcome] = runner.map(episodes, budget)
+        if any(outcome.verdict == "budget" for outcome in played):  # never tell the optimizer a partial population
+            stopped_for_budget = True
             break
+        outcomes = [played[c::len(candidates)] for c in range(len(candidates))]
         scores = [fitness(o, settings.cost_weight, expected) for o in outcomes]
         optimizer.tell([(x, -f) for x, f in zip(candidates, scores)])
         best = int(np.argmax(scores))

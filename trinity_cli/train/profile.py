@@ -22,9 +22,9 @@ from trinity_cli.core.profile import Profile, measure
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Transcript
 from trinity_cli.errors import BudgetExceeded
-from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.fitness import play
+from trinity_cli.train.fitness import Outcome
+from trinity_cli.train.runner import Episode, Runner
 
 CALIBRATION_SALT = "trinity-calibration-v1:"
 
@@ -39,16 +39,14 @@ def problem_states(tasks: Sequence[Task], coordinator: Any, head: UniversalHead)
     return np.asarray([head.features(coordinator.encode(Transcript(t.problem)).hidden) for t in tasks])
 
 
-def profile_agent(agent: Any, tasks: Sequence[Task], states: np.ndarray, grader: Grader,
+def profile_agent(runner: Runner, agent: int, name: str, tasks: Sequence[Task], states: np.ndarray,
                   budget: Budget | None = None, on_task: Callable[[], None] = lambda: None) -> Profile:
-    """One single-Worker episode per task; the agent's profile from the passes and the $."""
-    passes, usd = [], []
-    for task in tasks:
-        outcome = play(task, [agent], None, PlanPolicy(1, ((0, Role.WORKER),)), grader, max_turns=1, budget=budget)
-        if outcome.verdict == BUDGET:
-            raise BudgetExceeded(f"--budget-usd: profiling {agent.name!r} stopped before task {task.task_id}: "
-                                 f"{budget.refusal if budget else ''}")
-        passes.append(outcome.expected)
-        usd.append(outcome.usd)
-        on_task()
-    return measure(passes, states, float(np.mean(usd)))
+    """One single-Worker episode per task for the pool's `agent` (an index; `name` for errors);
+    its profile from the passes and the $."""
+    units = [Episode(task, PlanPolicy(1, ((0, Role.WORKER),)), 1, (agent,)) for task in tasks]
+    outcomes: list[Outcome] = runner.map(units, budget, on_task)
+    refused = next((task for task, o in zip(tasks, outcomes) if o.verdict == BUDGET), None)
+    if refused is not None:
+        raise BudgetExceeded(f"--budget-usd: profiling {name!r} stopped before task {refused.task_id}: "
+                             f"{budget.refusal if budget else ''}")
+    return measure([o.expected for o in outcomes], states, float(np.mean([o.usd for o in outcomes])))

@@ -31,6 +31,7 @@ from trinity_cli.train.es import (
     train,
 )
 from trinity_cli.train.profile import problem_states, profile_agent
+from trinity_cli.train.runner import LocalRunner, Players
 
 PROFILE_EXTRA = 2  # profile values besides the skill vector: pass rate, cost (core.profile)
 START_SHARPNESS = 10.0  # logits per unit of predicted pass at the start
@@ -62,7 +63,8 @@ def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, 
 def measure_profiles(agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any, head: UniversalHead,
                      grader: Grader) -> list[Profile]:
     states = problem_states(calibration, coordinator, head)
-    return [profile_agent(agent, calibration, states, grader) for agent in agents]
+    runner = LocalRunner(Players(agents, grader))
+    return [profile_agent(runner, i, agent.name, calibration, states) for i, agent in enumerate(agents)]
 
 
 def train_universal(tasks: Sequence[Task], agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any,

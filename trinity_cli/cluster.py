@@ -1,0 +1,343 @@
+"""Train, eval and profile on a Ray cluster (`--ray ADDRESS`), with the result of a run here.
+
+- **Workers.** `--ray-workers` actors (`EpisodeWorker`), each with the run's agents and its own
+  coordinator, loaded once (the GGUF sha-checked there; the embedded one assembled there) and
+  kept with its KV sessions. The driver hands out whole tasks (a task's consecutive units), so a
+  worker's KV prefix and memo serve all the candidates of a task, as here. A worker plays its
+  units `threads` at a time: network waits overlap inside a worker and across the cluster.
+  API keys come from the workers' own environment (the pool names variables, never values), so
+  no key travels in a unit, the runtime environment or a log.
+- **One source of truth.** A `Keeper` actor on the driver's node holds the run's budget and
+  reads and writes the driver's caches (replies, grades, hidden states): a worker gets what the
+  driver already has, and what it makes is stored before its episode goes on. Every reservation
+  goes through the keeper, so the cluster together never passes `--budget-usd`; an episode
+  rerun after a crash finds the replies its first try paid for in the cache, so they count once.
+- **Same result.** Hidden states decide everything, so every worker must make them with the
+  driver's numerics (llama.cpp version, ggml CPU features, batch, thread count) and the same
+  trinity; a worker that differs is refused with both named (exit 3), never mixed in.
+- **Faults.** A worker that dies is replaced and its units rerun; each unit's result is taken
+  once. The driver's own checkpoint (train) covers the driver.
+- `--ray local` starts a private cluster for the run and shuts it down after; any other
+  address is `ray.init`'s (`auto`: the running cluster). Ray is imported only here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from trinity_cli import __version__
+from trinity_cli.config import Pool
+from trinity_cli.core.budget import Budget
+from trinity_cli.errors import BudgetExceeded, ConfigError
+from trinity_cli.tasks.taskset import Task
+
+NETWORK_CPUS = 0.5  # a worker whose agents all wait on the network: 4 fit on 2 CPUs
+START_TIMEOUT_S = 600.0  # loading a worker: the GGUF (assembled on a fresh node) and the agents
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--ray needs Ray: pip install 'trinity-cli[ray]'") from None
+    return ray
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker builds its side of the run from; no secrets (AgentSpec names env vars)."""
+
+    pool: Pool
+    tasks: tuple[Task, ...]  # the run's task set (replay and sim agents check and read them)
+    backbone_sha256: str
+    n_threads: int  # the driver's coordinator threads
+    threads: int  # units in flight at once on a worker
+    formats: tuple[str, ...]  # transcript formats the run's policies read
+
+
+def worker_identity(numerics: dict[str, Any], n_threads: int) -> dict[str, Any]:
+    """What must match between driver and workers for their states to be the same bits."""
+    return {"trinity": __version__, **numerics, "n_threads": n_threads}
+
+
+def identity_mismatch(driver: dict[str, Any], worker: dict[str, Any]) -> str | None:
+    differing = [key for key in sorted(set(driver) | set(worker)) if driver.get(key) != worker.get(key)]
+    if not differing:
+        return None
+    return "; ".join(f"{key}: driver {driver.get(key)!r}, worker {worker.get(key)!r}" for key in differing)
+
+
+class Keeper:
+    """On the driver's node: the run's budget and the driver's caches, for every worker."""
+
+    def __init__(self, paths: dict[str, str | None]) -> None:
+        from trinity_cli.coordinator.memo import MemoCoordinator
+        from trinity_cli.providers.cache import ResponseStore
+        from trinity_cli.store import KeyValueStore
+        from trinity_cli.tasks.grading import Grader
+
+        schemas = {"replies": ResponseStore.SCHEMA, "grades": Grader.SCHEMA, "states": MemoCoordinator.SCHEMA}
+        self.tables: dict[str, Any] = {
+            name: KeyValueStore(Path(path), *schemas[name]) if path else {} for name, path in paths.items()
+        }
+        self.budget = Budget()
+
+    def get(self, table: str, key: str) -> Any:
+        return self.tables[table].get(key)
+
+    def put(self, table: str, key: str, value: Any) -> None:
+        store = self.tables[table]
+        if isinstance(store, dict):
+            store[key] = value
+        else:
+            store.put(key, value)
+
+    def count(self, table: str) -> int:
+        store = self.tables[table]
+        return len(store) if isinstance(store, dict) else store.count()
+
+    def load_budget(self, state: dict[str, Any]) -> None:
+        self.budget = Budget(**state)
+
+    def budget_state(self) -> dict[str, Any]:
+        return budget_state(self.budget)
+
+    def reserve(self, worst_case_usd: float) -> str | None:
+        """None, or the refusal's message."""
+        try:
+            self.budget.reserve(worst_case_usd)
+        except BudgetExceeded as refused:
+            return refused.message
+        return None
+
+    def settle(self, usd: float, reserved_usd: float) -> None:
+        self.budget.settle(usd, reserved_usd)
+
+
+def budget_state(budget: Budget) -> dict[str, Any]:
+    return {f.name: getattr(budget, f.name) for f in fields(budget) if not f.name.startswith("_")}
+
+
+class KeptTable:
+    """A worker's view of one of the keeper's tables (store.Table)."""
+
+    def __init__(self, keeper: Any, table: str) -> None:
+        self.keeper, self.table = keeper, table
+
+    def get(self, key: str) -> Any | None:
+        return _ray().get(self.keeper.get.remote(self.table, key))
+
+    def put(self, key: str, value: Any) -> None:
+        _ray().get(self.keeper.put.remote(self.table, key, value))  # stored before the episode goes on
+
+    def count(self) -> int:
+        return int(_ray().get(self.keeper.count.remote(self.table)))
+
+
+class KeptBudget(Budget):
+    """A worker's budget: every reservation and settlement is the keeper's."""
+
+    def __init__(self, keeper: Any) -> None:
+        super().__init__()
+        self.keeper = keeper
+
+    def reserve(self, worst_case_usd: float) -> None:
+        refusal = _ray().get(self.keeper.reserve.remote(worst_case_usd))
+        if refusal is not None:
+            self.refusal = refusal
+            raise BudgetExceeded(refusal)
+
+    def settle(self, usd: float, reserved_usd: float) -> None:
+        _ray().get(self.keeper.settle.remote(usd, reserved_usd))
+
+
+class EpisodeWorker:
+    """One worker: the run's players, built once; plays the units it is handed."""
+
+    def __init__(self, spec: WorkerSpec, keeper: Any) -> None:
+        from trinity_cli.coordinator.llama import LlamaCoordinator
+        from trinity_cli.coordinator.memo import MemoCoordinator
+        from trinity_cli.providers.cache import ResponseStore
+        from trinity_cli.providers.registry import build_agents
+        from trinity_cli.runtime import backbone_of, coordinator_path
+        from trinity_cli.tasks.grading import Grader
+        from trinity_cli.train.runner import Players
+
+        pool = spec.pool
+        sha = backbone_of(pool).sha256
+        if sha != spec.backbone_sha256:
+            raise ConfigError(f"the coordinator GGUF on worker {os.uname().nodename} has sha256 {sha}; "
+                              f"the driver's is {spec.backbone_sha256}")
+        coordinators = {
+            fmt: MemoCoordinator(
+                LlamaCoordinator(coordinator_path(pool), n_ctx=pool.coordinator.n_ctx, n_threads=spec.n_threads,
+                                 token_position=pool.coordinator.token_position, sessions=spec.threads,
+                                 transcript_format=fmt),
+                sha, table=KeptTable(keeper, "states"))
+            for fmt in spec.formats
+        }
+        store = ResponseStore(None, KeptTable(keeper, "replies"))
+        agents = build_agents(pool.agents, spec.tasks, store, coordinator_model=pool.coordinator.model)
+        self.players = Players(agents, Grader(table=KeptTable(keeper, "grades")), coordinators, KeptBudget(keeper))
+        self.threads = spec.threads
+        self.identities = {fmt: worker_identity(c.numerics, c.inner.n_threads) for fmt, c in coordinators.items()}
+
+    def identity(self) -> dict[str, Any]:
+        return {"node": os.uname().nodename, "pid": os.getpid(), "formats": self.identities,
+                "trinity": __version__}
+
+    def run(self, units: Sequence[Any]) -> list[Any]:
+        from trinity_cli.train.runner import LocalRunner
+
+        return LocalRunner(self.players, self.threads).map(units, self.players.budget)
+
+
+@dataclass
+class RayRunner:
+    """train/runner.Runner on a cluster: whole tasks to free workers, results in unit order."""
+
+    spec: WorkerSpec
+    workers: int
+    cpus_per_worker: float
+    keeper: Any
+    expected: dict[str, dict[str, Any]]  # transcript format → the driver's identity (worker_identity)
+    warn: Callable[[str], None]
+
+    def __post_init__(self) -> None:
+        ray = _ray()
+        self._actor = ray.remote(EpisodeWorker)
+        self.actors = [self._start() for _ in range(self.workers)]
+        self.identities = [self._check(actor) for actor in self.actors]
+        self.replaced = 0
+
+    def _start(self) -> Any:
+        return self._actor.options(num_cpus=self.cpus_per_worker).remote(self.spec, self.keeper)
+
+    def _check(self, actor: Any) -> dict[str, Any]:
+        ray = _ray()
+        ready, _ = ray.wait([ref := actor.identity.remote()], timeout=START_TIMEOUT_S)
+        if not ready:
+            raise ConfigError(f"a Ray worker did not start within {START_TIMEOUT_S:.0f} s (does the cluster have "
+                              f"{self.cpus_per_worker:g} CPU free for each of {self.workers} workers?)")
+        try:
+            identity = ray.get(ref)
+        except ray.exceptions.RayTaskError as failed:
+            raise _cause(failed) from None
+        except ray.exceptions.RayActorError as failed:
+            raise ConfigError(f"a Ray worker failed to start: {failed}") from None
+        for fmt, driver in self.expected.items():
+            differs = identity_mismatch(driver, identity["formats"].get(fmt, {}))
+            if differs:
+                raise ConfigError(f"Ray worker on {identity['node']} makes other hidden states than the driver "
+                                  f"({differs}); its states would change the result, so it is refused")
+        return identity
+
+    def map(self, units: Sequence[Any], budget: Budget | None, on_result: Callable[[], None] = lambda: None) -> list[Any]:
+        ray = _ray()
+        ray.get(self.keeper.load_budget.remote(budget_state(budget or Budget())))
+        chunks: list[list[int]] = []  # consecutive units of one task: one worker plays them
+        for index, unit in enumerate(units):
+            if chunks and units[chunks[-1][0]].task_id == unit.task_id:
+                chunks[-1].append(index)
+            else:
+                chunks.append([index])
+        results: list[Any] = [None] * len(units)
+        todo, running, idle = deque(range(len(chunks))), {}, list(range(len(self.actors)))
+        try:
+            while todo or running:
+                while todo and idle:
+                    worker, chunk = idle.pop(), todo.popleft()
+                    ref = self.actors[worker].run.remote([units[i] for i in chunks[chunk]])
+                    running[ref] = (worker, chunk)
+                done, _ = ray.wait(list(running), num_returns=1)
+                worker, chunk = running.pop(done[0])
+                try:
+                    played = ray.get(done[0])
+                except ray.exceptions.RayActorError:  # the worker died: replace it, play its units again
+                    self.actors[worker] = self._start()
+                    self.identities[worker] = self._check(self.actors[worker])
+                    self.replaced += 1
+                    self.warn(f"Ray worker {worker} died; replaced it and rerunning its {len(chunks[chunk])} episodes")
+                    todo.appendleft(chunk)
+                except ray.exceptions.RayTaskError as failed:
+                    raise _cause(failed) from None
+                else:
+                    for i, result in zip(chunks[chunk], played):
+                        results[i] = result
+                        on_result()
+                idle.append(worker)
+        finally:
+            if budget is not None:
+                for name, value in ray.get(self.keeper.budget_state.remote()).items():
+                    setattr(budget, name, value)
+        return results
+
+    def close(self) -> None:
+        ray = _ray()
+        for actor in [*self.actors, self.keeper]:
+            ray.kill(actor)
+
+
+def _cause(failed: Any) -> BaseException:
+    """The exception a unit raised on a worker, as if raised here (its CLI exit code intact)."""
+    cause = getattr(failed, "cause", None)
+    return cause if isinstance(cause, BaseException) else failed
+
+
+def connect(address: str) -> bool:
+    """ray.init for `--ray ADDRESS`; True when this run started its own (private) cluster."""
+    ray = _ray()
+    import logging
+
+    local = address == "local"
+    try:
+        ray.init(address=address, include_dashboard=False if local else None, log_to_driver=False,
+                 logging_level=logging.WARNING, configure_logging=True)
+    except (ConnectionError, RuntimeError, ValueError) as failed:
+        first = str(failed).strip().splitlines()[0] if str(failed).strip() else type(failed).__name__
+        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {first}") from None
+    return local
+
+
+@contextmanager
+def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Task], *, threads: int,
+               coordinators: dict[str, Any], backbone_sha256: str, n_threads: int, caches: Any,
+               warn: Callable[[str], None]) -> Iterator[RayRunner]:
+    """A RayRunner for the run, its keeper on this node; everything is shut down on exit.
+
+    `coordinators` are the driver's, by transcript format: the workers must match their numerics."""
+    ray = _ray()
+    started_here = connect(address)
+    runner = keeper = None
+    try:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        network_bound = all(a.provider not in ("local", "sim", "replay") for a in pool.agents)
+        cpus = NETWORK_CPUS if network_bound else 1.0
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1) / cpus))
+        paths = {"replies": str(caches.responses.path), "grades": _str(caches.grader.path),
+                 "states": _str(caches.memo_path)}
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        keeper = ray.remote(Keeper).options(num_cpus=0, scheduling_strategy=here).remote(paths)
+        spec = WorkerSpec(pool, tuple(tasks), backbone_sha256, n_threads, threads, tuple(coordinators))
+        expected = {fmt: worker_identity(c.numerics, c.inner.n_threads) for fmt, c in coordinators.items()}
+        runner = RayRunner(spec, workers, cpus, keeper, expected, warn)
+        yield runner
+    finally:
+        if runner is not None:
+            runner.close()
+        elif keeper is not None:
+            ray.kill(keeper)
+        if started_here:
+            ray.shutdown()
+
+
+def _str(path: Path | None) -> str | None:
+    return None if path is None else str(path)
