@@ -13,6 +13,10 @@ Keys (scripts depend on them):
 - train_episodes_per_hour: a real `train` run on the example sim pool with cold caches;
 - train_concurrency_speedup: training episodes whose agent calls each wait 1 s on a simulated
   network, 1 worker ÷ 4 workers (wall time);
+- ray_speedup_1s_agent: episodes per hour on 4 Ray workers ÷ on 1, the agents a loopback
+  OpenAI-compatible server that answers after 1 s (null without the ray extra);
+- ray_overhead_1_worker: the same sim-pool episodes on 1 Ray worker ÷ here (cold caches both;
+  the cluster's start and the workers' model load not counted);
 - peak_rss_mb: peak RSS of `trinity solve` on the default pool;
 - help_time_vs_bare_typer: `trinity --help` wall time ÷ a bare Typer app's `--help`;
 - tuning_reencode_seconds_1k: the full re-encode of a ~1k-token transcript per thread count and
@@ -344,6 +348,128 @@ def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
             "seconds_1_worker": round(seconds[1], 2), f"seconds_{CONCURRENT_WORKERS}_workers": round(seconds[CONCURRENT_WORKERS], 2)}
 
 
+class LoopbackAgent:
+    """An OpenAI-compatible chat server on 127.0.0.1 that answers every request with `answer`
+    after `latency_s`: a network-bound agent with no model behind it. Counts requests and keeps
+    the API keys it was sent (tests check where keys go)."""
+
+    def __init__(self, latency_s: float, answer: str = "```python\ndef solution():\n    return None\n```\nVERDICT: ACCEPT") -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.requests = 0
+        self.keys: set[str] = set()
+        self._lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                with owner._lock:
+                    owner.requests += 1
+                    owner.keys.add(self.headers.get("authorization", "").removeprefix("Bearer "))
+                time.sleep(latency_s)
+                body = json.dumps({
+                    "id": "loopback", "object": "chat.completion", "created": 0, "model": "loopback",
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+                }).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def pool_toml(self, names: tuple[str, ...], key_env: str, price: float = 1.0) -> str:
+        agents = "".join(
+            f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "loopback"\nbase_url = "{self.base_url}"\n'
+            f'api_key_env = "{key_env}"\nprice_in = {price}\nprice_out = {price}\nmax_tokens = 64\nretries = 0\n\n'
+            for name in names)
+        return agents
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+RAY_EPISODES = (4, 8)  # tasks × heads, --max-turns 3: the episodes both Ray ratios time
+
+
+def ray_ratios(sim_pool: Path) -> dict[str, Any]:
+    """ray_speedup_1s_agent (4 Ray workers ÷ 1, loopback agents answering after 1 s) and
+    ray_overhead_1_worker (1 Ray worker ÷ here, sim pool): the same episodes, cold caches each
+    time, timed from the first episode handed out to the last result; the private cluster's
+    start and each worker's model load come before."""
+    try:
+        import ray
+    except ImportError:
+        return {"ray_speedup_1s_agent": None, "ray_overhead_1_worker": None, "ray": "not installed (the ray extra)"}
+    import numpy as np
+
+    from trinity_cli.cluster import connect, ray_runner
+    from trinity_cli.config import load_pool
+    from trinity_cli.core.head import N_ROLES, LinearHead
+    from trinity_cli.core.transcript import CURRENT_FORMAT
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import backbone_of, memo_coordinator, open_caches
+    from trinity_cli.tasks.taskset import load_humaneval, select_split
+    from trinity_cli.train.runner import Episode, LocalRunner, Players
+
+    tasks = load_humaneval()
+    chosen = select_split(tasks, "train")[: RAY_EPISODES[0]]
+    key_env = "TRINITY_BENCH_LOOPBACK_KEY"
+    os.environ[key_env] = "loopback"  # before the cluster starts: its workers inherit it
+    loopback = LoopbackAgent(NETWORK_LATENCY_S)
+    scratch = Path(tempfile.mkdtemp(prefix="trinity-bench-"))
+    network_pool = scratch / "loopback.toml"
+    network_pool.write_text(loopback.pool_toml(("fast", "slow", "steady"), key_env))
+    connect("local")
+    try:
+        def timed(pool_file: Path, workers: int | None) -> float:
+            """Seconds for the episodes on `workers` Ray workers (None: here), cold caches."""
+            pool = load_pool(str(pool_file))
+            caches = open_caches(no_cache=True)
+            agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
+            threads = CONCURRENT_WORKERS if any(a.remote for a in agents) else 1
+            coordinator = memo_coordinator(pool, caches, sessions=threads)
+            rng = np.random.default_rng(0)
+            d = coordinator.hidden_size
+            heads = [LinearHead(rng.normal(0.0, 0.05, (len(agents) + N_ROLES, d)), np.zeros(d), np.ones(d))
+                     for _ in range(RAY_EPISODES[1])]
+            episodes = [Episode(task, head, 3, None, CURRENT_FORMAT.id, (0, c, i))
+                        for i, task in enumerate(chosen) for c, head in enumerate(heads)]
+            if workers is None:
+                started = time.perf_counter()
+                LocalRunner(Players(agents, caches.grader, {CURRENT_FORMAT.id: coordinator}), threads).map(episodes, None)
+                return time.perf_counter() - started
+            with ray_runner("local", workers, pool, tasks, threads=threads, coordinators={CURRENT_FORMAT.id: coordinator},
+                            backbone_sha256=backbone_of(pool).sha256, caches=caches, warn=lambda msg: None) as runner:
+                started = time.perf_counter()
+                runner.map(episodes, None)
+                return time.perf_counter() - started
+
+        one, four = timed(network_pool, 1), timed(network_pool, 4)
+        here, on_ray = timed(sim_pool, None), timed(sim_pool, 1)
+    finally:
+        ray.shutdown()
+        loopback.close()
+    episodes = RAY_EPISODES[0] * RAY_EPISODES[1]
+    return {"ray_speedup_1s_agent": round(one / four, 2), "ray_overhead_1_worker": round(on_ray / here, 3),
+            "ray": {"episodes": episodes, "network_latency_s": NETWORK_LATENCY_S,
+                    "episodes_per_hour_1_worker": round(episodes * 3600 / one), "episodes_per_hour_4_workers": round(episodes * 3600 / four),
+                    "seconds_sim_here": round(here, 2), "seconds_sim_1_ray_worker": round(on_ray, 2)}}
+
+
 def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> dict[str, Any]:
     from trinity_cli.config import load_pool
     from trinity_cli.runtime import build_coordinator, coordinator_path
@@ -367,6 +493,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
     coordinator.close()
     training = train_throughput(sim_pool, generations)
     concurrency = concurrency_speedup(sim_pool)
+    on_ray = ray_ratios(sim_pool)
     return {
         "prefix_reuse_speedup_4k": round(curve["4096"], 2),
         "prefix_reuse_curve": {k: round(v, 2) for k, v in curve.items()},
@@ -385,6 +512,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "train": training,
         "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),
         "train_concurrency": concurrency,
+        **on_ray,
         "peak_rss_mb": round(peak_rss_mb(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"]), 1),
         "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
         "threads": coordinator.n_threads,

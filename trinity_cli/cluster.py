@@ -13,8 +13,10 @@
   goes through the keeper, so the cluster together never passes `--budget-usd`; an episode
   rerun after a crash finds the replies its first try paid for in the cache, so they count once.
 - **Same result.** Hidden states decide everything, so every worker must make them with the
-  driver's numerics (llama.cpp version, ggml CPU features, batch, thread count) and the same
-  trinity; a worker that differs is refused with both named (exit 3), never mixed in.
+  driver's numerics (llama.cpp version, ggml CPU features, batch, sliding window) and the same
+  trinity, on the thread count the driver gives it; a worker that differs is refused with both
+  named (exit 3), never mixed in. (The thread count does not change a state's bits here: a
+  local run on more threads writes the same head, which the tests check.)
 - **Faults.** A worker that dies is replaced and its units rerun; each unit's result is taken
   once. The driver's own checkpoint (train) covers the driver.
 - `--ray local` starts a private cluster for the run and shuts it down after; any other
@@ -56,7 +58,7 @@ class WorkerSpec:
     pool: Pool
     tasks: tuple[Task, ...]  # the run's task set (replay and sim agents check and read them)
     backbone_sha256: str
-    n_threads: int  # the driver's coordinator threads
+    n_threads: int  # each worker's coordinator threads: the CPUs it holds (at least 1)
     threads: int  # units in flight at once on a worker
     formats: tuple[str, ...]  # transcript formats the run's policies read
 
@@ -248,7 +250,8 @@ class RayRunner:
             else:
                 chunks.append([index])
         results: list[Any] = [None] * len(units)
-        todo, running, idle = deque(range(len(chunks))), {}, list(range(len(self.actors)))
+        todo, idle = deque(range(len(chunks))), list(range(len(self.actors)))
+        running: dict[Any, tuple[int, int]] = {}
         try:
             while todo or running:
                 while todo and idle:
@@ -307,27 +310,32 @@ def connect(address: str) -> bool:
 
 @contextmanager
 def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Task], *, threads: int,
-               coordinators: dict[str, Any], backbone_sha256: str, n_threads: int, caches: Any,
+               coordinators: dict[str, Any], backbone_sha256: str, caches: Any,
                warn: Callable[[str], None]) -> Iterator[RayRunner]:
     """A RayRunner for the run, its keeper on this node; everything is shut down on exit.
 
     `coordinators` are the driver's, by transcript format: the workers must match their numerics."""
     ray = _ray()
-    started_here = connect(address)
+    started_here = False if ray.is_initialized() else connect(address)  # a library caller may have connected
     runner = keeper = None
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         network_bound = all(a.provider not in ("local", "sim", "replay") for a in pool.agents)
-        cpus = NETWORK_CPUS if network_bound else 1.0
-        if workers is None:
-            workers = max(1, int(ray.cluster_resources().get("CPU", 1) / cpus))
+        cluster_cpus = ray.cluster_resources().get("CPU", 1)
+        if network_bound:
+            cpus = NETWORK_CPUS
+            workers = workers or max(1, int(cluster_cpus / cpus))
+        else:  # the cluster's CPUs shared out: each worker's coordinator threads use its share
+            workers = workers or max(1, int(cluster_cpus))
+            cpus = float(max(1, int(cluster_cpus // workers)))
+        n_threads = max(1, int(cpus))
         paths = {"replies": str(caches.responses.path), "grades": _str(caches.grader.path),
                  "states": _str(caches.memo_path)}
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         keeper = ray.remote(Keeper).options(num_cpus=0, scheduling_strategy=here).remote(paths)
         spec = WorkerSpec(pool, tuple(tasks), backbone_sha256, n_threads, threads, tuple(coordinators))
-        expected = {fmt: worker_identity(c.numerics, c.inner.n_threads) for fmt, c in coordinators.items()}
+        expected = {fmt: worker_identity(c.numerics, n_threads) for fmt, c in coordinators.items()}
         runner = RayRunner(spec, workers, cpus, keeper, expected, warn)
         yield runner
     finally:

@@ -32,7 +32,6 @@ def runner_for(address: str | None, workers: int | None, pool: Any, tasks: Seque
     from trinity_cli.cluster import ray_runner
     from trinity_cli.runtime import backbone_of
 
-    n_threads = next(iter(coordinators.values())).inner.n_threads if coordinators else 1
     return ray_runner(address, workers, pool, tasks, threads=threads, coordinators=coordinators,
-                      backbone_sha256=backbone_of(pool).sha256, n_threads=n_threads, caches=caches,
+                      backbone_sha256=backbone_of(pool).sha256, caches=caches,
                       warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
 
 HELP = """Compare a head with the baselines (random, pipeline:<agent>, single:<agent>, cascade, oracle)
@@ -45,6 +46,8 @@ def eval_command(
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
     out_dir: Annotated[Path, typer.Option("--out-dir", help="Where the quality/cost curve of several heads goes.")] = Path("."),
+    ray: RayAddress = None,
+    ray_workers: RayWorkers = None,
 ) -> int:
     from trinity_cli.core.budget import Budget
     from trinity_cli.errors import UsageError
@@ -61,6 +64,7 @@ def eval_command(
     from trinity_cli.train.baselines import HeadUnderTest, evaluate
     from trinity_cli.train.fitness import default_workers
 
+    check_ray_flags(ray, ray_workers)
     pool_cfg = load_run_pool(pool, offline, budget_usd)
     choices = [choose_policy(pool_cfg, name, warn=lambda msg: None) for name in head_names(weights)]
     all_tasks = load_tasks(tasks)
@@ -94,10 +98,12 @@ def eval_command(
     budget = Budget(budget_usd)
     settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd}
     with summary_row("eval", f"{tasks}:{split}", pool_cfg, sources, settings, enabled=not disabled(no_log),
-                     warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged:
+                     warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged, \
+            runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers, coordinators=coordinators,
+                       caches=caches) as runner:
         report = evaluate(chosen, agents, heads, caches.grader,
                           max_turns=max_turns, samples=sample, seed=seed, workers=workers,
-                          budget=budget)
+                          budget=budget, runner=runner)
         rows = report.pop("_rows")
         report["split"] = split
         logged.done("budget" if report["partial"] else "completed", budget.spent_usd, report, report["error"])

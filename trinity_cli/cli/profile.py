@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
 
 HELP = """Measure each agent's profile for the universal head: its pass rate on N calibration tasks
@@ -35,6 +36,8 @@ def profile(
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network (exit 3).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    ray: RayAddress = None,
+    ray_workers: RayWorkers = None,
 ) -> int:
     from rich.progress import Progress
 
@@ -51,11 +54,13 @@ def profile(
         profile_scale,
     )
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
+    from trinity_cli.train.fitness import default_workers
     from trinity_cli.train.plan import episode_worst_usd
     from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
     from trinity_cli.train.runner import LocalRunner, Players
     from trinity_cli.weights import in_head_format, is_universal, load_head, mismatches, resolve
 
+    check_ray_flags(ray, ray_workers)
     pool_cfg = load_run_pool(pool, offline, budget_usd)
     head_path = resolve(weights)
     head, meta = load_head(head_path)
@@ -86,9 +91,11 @@ def profile(
                 coordinator = memo_coordinator(pool_cfg, caches, transcript_format=backbone.transcript_format)
                 states = problem_states(calibration, coordinator, head)
                 agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
-                runner = LocalRunner(Players(agents, caches.grader))
                 done: list[str] = []
-                with Progress(console=stderr, transient=True, disable=quiet) as progress:
+                with runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=default_workers(agents),
+                                coordinators={}, caches=caches) as cluster, \
+                        Progress(console=stderr, transient=True, disable=quiet) as progress:
+                    runner = cluster or LocalRunner(Players(agents, caches.grader))
                     for spec in todo:
                         bar = progress.add_task(spec.name, total=n)
                         try:
