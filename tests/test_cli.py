@@ -70,7 +70,7 @@ def test_help_and_pool_import_no_heavy_module(argv, workdir):
     code = (
         "import sys\nfrom trinity_cli.cli import app\n"
         f"try:\n    app({argv!r})\nexcept SystemExit:\n    pass\n"
-        "heavy = ['llama_cpp', 'numpy', 'cmaes', 'openai', 'anthropic', 'google.genai']\n"
+        "heavy = ['llama_cpp', 'numpy', 'cmaes', 'openai', 'anthropic', 'google.genai', 'ray']\n"
         "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False, text=True, cwd=workdir)

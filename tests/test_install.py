@@ -59,7 +59,7 @@ def undeclared_imports(tree: Path, declared: set[str], local: set[str]) -> dict[
 
 # Imported lazily, only by the feature its extra installs (`train` draws its curve with
 # matplotlib when `[plot]` is installed): an extra's package anywhere else would break `pip install .`.
-OPTIONAL = {"matplotlib": "plot"}
+OPTIONAL = {"matplotlib": "plot", "ray": "ray"}
 
 
 def test_the_package_imports_only_declared_dependencies():

@@ -299,13 +299,29 @@ def connect(address: str) -> bool:
     import logging
 
     local = address == "local"
+    reachable(address)
     try:
         ray.init(address=address, include_dashboard=False if local else None, log_to_driver=False,
                  logging_level=logging.WARNING, configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as failed:
         first = str(failed).strip().splitlines()[0] if str(failed).strip() else type(failed).__name__
-        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {first}") from None
+        hint = ("; if the cluster uses token authentication, set RAY_AUTH_MODE=token (Ray uses its token "
+                "with an explicit address only when told)") if "RAY_AUTH_MODE" not in os.environ and not local else ""
+        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {first}{hint}") from None
     return local
+
+
+def reachable(address: str) -> None:
+    """A HOST:PORT that refuses connections fails here at once (ray.init would retry for minutes)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # auto, local, or a form Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as failed:
+        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {failed.strerror or failed}") from None
 
 
 @contextmanager

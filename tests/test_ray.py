@@ -1,0 +1,242 @@
+"""`--ray`: train, eval and profile on a Ray cluster that this module starts on 127.0.0.1.
+
+From cold caches a Ray run writes the head of a local run bit for bit (sim and replay pools) and
+eval and profile report the same; a worker SIGKILLed in the middle of its episodes is replaced
+and the head does not change; a killed driver resumes from its checkpoint; the budget holds
+across workers, each paid call counted once; the API key reaches the agent from the workers'
+environment and appears in no Ray log; `--ray local` leaves no Ray process behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import free_port
+from test_cli import SIM_POOL, TRINITY
+
+from trinity_cli.bench import LoopbackAgent
+from trinity_cli.tasks.taskset import load_humaneval
+
+RAY = str(Path(sys.executable).parent / "ray")
+KEY_ENV = "TRINITY_TEST_RAY_KEY"
+SECRET = "sk-ray-test-5f1c0c2a9e7b4d2f"  # only in the cluster's and the driver's environment
+SIM_AGENTS = "".join(
+    f'[[agents]]\nname = "{name}"\nprovider = "sim"\nmodel = "sim"\nskills = {{ {tag} = 0.9 }}\n\n'
+    for name, tag in (("sim-strings", "string"), ("sim-lists", "list")))
+# Ray's token authentication: `ray start` turns it on where ~/.ray/auth_token exists, and a
+# client given an explicit address uses it only when told (Ray's own rule)
+TOKEN_AUTH = {"RAY_AUTH_MODE": "token"}
+TRAIN = ["--max-turns", "2", "--generations", "3", "--popsize", "4", "--batch-size", "4", "--project", "4",
+         "--sigma0", "0.3", "--seed", "3", "-q", "--no-log"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A 2-CPU Ray head on 127.0.0.1 whose workers have the test key in their environment."""
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths have a limit
+    port = free_port()
+    started = subprocess.run(
+        [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
+         "--temp-dir", str(temp), "--include-dashboard", "false", "--disable-usage-stats"],
+        env={**os.environ, **TOKEN_AUTH, KEY_ENV: SECRET}, capture_output=True, text=True, check=False, timeout=120)
+    assert started.returncode == 0, started.stderr
+    yield {"address": f"127.0.0.1:{port}", "temp": temp}
+    subprocess.run([RAY, "stop", "--force"], capture_output=True, check=False, timeout=120)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tasks_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
+    path.write_text("".join(json.dumps(
+        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in load_humaneval()[:16]))
+    return path
+
+
+def run(*args: str, home: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    """trinity with its own TRINITY_HOME: a fresh one is a cold cache."""
+    env = {**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(home), KEY_ENV: SECRET}
+    return subprocess.run([TRINITY, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def same_head(a: Path, b: Path) -> bool:
+    one, two = np.load(a), np.load(b)
+    return one.files == two.files and all(np.array_equal(one[k], two[k]) for k in one.files)
+
+
+def worker_pids() -> list[int]:
+    found = subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True, check=False)
+    return [int(p) for p in found.stdout.split()]
+
+
+def processes_under(temp: str) -> set[str]:
+    found = subprocess.run(["pgrep", "-af", temp], capture_output=True, text=True, check=False)
+    return {line for line in found.stdout.splitlines() if "pgrep" not in line}
+
+
+@pytest.fixture(scope="module")
+def local_sim_head(tasks_file, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("local")
+    result = run("train", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), *TRAIN, "--out", str(root / "h.npz"),
+                 home=root / "home")
+    assert result.returncode == 0, result.stderr
+    return root / "h.npz"
+
+
+@pytest.mark.parametrize("pool", ["sim", "replay"])
+def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_the_same(
+        pool, cluster, tasks_file, local_sim_head, tmp_path):
+    source = str(SIM_POOL) if pool == "sim" else "ldb-humaneval"
+    local = local_sim_head
+    if pool == "replay":
+        local = tmp_path / "local.npz"
+        result = run("train", "--tasks", str(tasks_file), "--pool", source, *TRAIN, "--out", str(local), home=tmp_path / "l")
+        assert result.returncode == 0, result.stderr
+    on_ray = tmp_path / "ray.npz"
+    result = run("train", "--tasks", str(tasks_file), "--pool", source, *TRAIN, "--out", str(on_ray),
+                 "--ray", cluster["address"], "--ray-workers", "2", home=tmp_path / "r")
+    assert result.returncode == 0, result.stderr
+    assert same_head(local, on_ray)
+    if pool == "sim":  # eval: every row the same, from a cold cache again
+        flags = ["eval", "--tasks", str(tasks_file), "--split", "all", "--pool", source, "--weights", str(local),
+                 "--max-turns", "2", "--json", "--no-log"]
+        here = run(*flags, home=tmp_path / "e1")
+        there = run(*flags, "--ray", cluster["address"], home=tmp_path / "e2")
+        assert here.returncode == 0 and there.returncode == 0, here.stderr + there.stderr
+        assert json.loads(here.stdout)["rows"] == json.loads(there.stdout)["rows"]
+
+
+def test_profile_on_ray_gives_the_local_profiles(cluster, tasks_file, tmp_path):
+    flags = ["profile", "--pool", "ldb-humaneval", "--tasks", str(tasks_file), "--n", "6", "--json", "--no-log"]
+    here = run(*flags, home=tmp_path / "p1")
+    there = run(*flags, "--ray", cluster["address"], "--ray-workers", "2", home=tmp_path / "p2")
+    assert here.returncode == 0 and there.returncode == 0, here.stderr + there.stderr
+    profiles = [{name: {k: v for k, v in p.items() if k != "created"} for name, p in json.loads(r.stdout)["agents"].items()}
+                for r in (here, there)]
+    assert profiles[0] == profiles[1] and len(profiles[0]) == 4
+
+
+def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(cluster, tasks_file, tmp_path):
+    """Sim agents and one agent behind a loopback server that answers after 1 s: the kill lands
+    while episodes wait on it."""
+    loopback = LoopbackAgent(1.0)
+    try:
+        pool = tmp_path / "mixed.toml"
+        pool.write_text(SIM_AGENTS + loopback.pool_toml(("remote",), KEY_ENV))
+        local = run("train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out", str(tmp_path / "local.npz"),
+                    home=tmp_path / "l")
+        assert local.returncode == 0, local.stderr
+        calls_local = loopback.requests
+        proc = subprocess.Popen(
+            [TRINITY, "train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out", str(tmp_path / "ray.npz"),
+             "--ray", cluster["address"], "--ray-workers", "2"],
+            env={**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(tmp_path / "r"), KEY_ENV: SECRET},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while loopback.requests < calls_local + 3 or len(worker_pids()) < 2:  # episodes in flight on both workers
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            time.sleep(0.2)
+        os.kill(worker_pids()[0], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        loopback.close()
+    assert proc.returncode == 0, stderr
+    assert "died; replaced it" in stderr
+    assert same_head(tmp_path / "local.npz", tmp_path / "ray.npz")
+
+
+def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(cluster, tasks_file, local_sim_head, tmp_path):
+    flags = ["train", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), *TRAIN, "--out", str(tmp_path / "h.npz"),
+             "--ray", cluster["address"], "--ray-workers", "2"]
+    env = {**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([TRINITY, *flags], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = tmp_path / "h.ckpt"
+    deadline = time.monotonic() + 300
+    while not checkpoint.exists():  # one generation done: kill in the middle of the next
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    resumed = run(*flags, "--resume", home=tmp_path / "home")
+    assert resumed.returncode == 0, resumed.stderr
+    assert same_head(local_sim_head, tmp_path / "h.npz")
+
+
+def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(cluster, tasks_file, tmp_path):
+    """Four workers on network-bound agents: together they stop before passing the budget, the
+    spend is each answered call once, and the key the agents received is in no Ray file."""
+    loopback = LoopbackAgent(0.2)
+    try:
+        pool = tmp_path / "paid.toml"
+        pool.write_text(loopback.pool_toml(("a", "b", "c"), KEY_ENV, price=5000.0))  # $0.6 a call (100 + 20 tokens)
+        result = run("train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out", str(tmp_path / "h.npz"),
+                     "--budget-usd", "3", "--ray", cluster["address"], "--ray-workers", "4", home=tmp_path / "home")
+    finally:
+        loopback.close()
+    assert result.returncode == 5, result.stderr
+    spent = loopback.requests * 120 * 5000.0 / 1e6
+    assert 0 < spent <= 3.0
+    assert loopback.keys == {SECRET}
+    leaked = [p for p in cluster["temp"].rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_ray_local_starts_a_private_cluster_and_leaves_no_ray_process(tasks_file, tmp_path):
+    """The private cluster's processes are the ones under its temp dir (RAY_TMPDIR)."""
+    temp = tempfile.mkdtemp(prefix="rl-", dir="/tmp")
+    seen: set[str] = set()
+    proc = subprocess.Popen(
+        [TRINITY, "eval", "--tasks", str(tasks_file), "--split", "all", "--pool", str(SIM_POOL), "--weights", "none",
+         "--max-turns", "1", "--json", "--no-log", "--ray", "local", "--ray-workers", "1"],
+        env={**os.environ, "TRINITY_HOME": str(tmp_path / "home"), "RAY_TMPDIR": temp},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None:
+        seen |= processes_under(temp)
+        time.sleep(0.2)
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr
+    assert json.loads(stdout)["rows"]
+    assert seen, "no Ray process ran under the private cluster's temp dir"
+    time.sleep(2)
+    assert processes_under(temp) == set()
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_an_unreachable_cluster_and_ray_workers_without_ray_are_one_line_errors(tmp_path, tasks_file):
+    result = run("eval", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), "--weights", "none",
+                 "--ray", f"127.0.0.1:{free_port()}", home=tmp_path / "home", timeout=300)
+    assert result.returncode == 3, result.stderr
+    assert "--ray 127.0.0.1" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 or result.stderr.strip().splitlines()[-1].startswith("error")
+    result = run("train", "--ray-workers", "2", home=tmp_path / "home")
+    assert result.returncode == 2 and "--ray-workers needs --ray" in result.stderr
+
+
+def test_a_worker_with_other_numerics_is_named_with_the_driver():
+    from trinity_cli.cluster import identity_mismatch, worker_identity
+
+    driver = worker_identity({"llama_cpp": "0.3.16", "cpu_features": "AVX2"}, 1)
+    assert identity_mismatch(driver, dict(driver)) is None
+    message = identity_mismatch(driver, {**driver, "cpu_features": "AVX512"})
+    assert message == "cpu_features: driver 'AVX2', worker 'AVX512'"
+
+
+def test_train_without_ray_never_imports_it(tmp_path, tasks_file):
+    code = ("import sys\nfrom trinity_cli.cli import main\n"
+            f"sys.argv = ['trinity', 'eval', '--tasks', {str(tasks_file)!r}, '--pool', {str(SIM_POOL)!r}, '--weights', 'none',"
+            " '--max-turns', '1', '--json', '--no-log']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('RAY=' + str('ray' in sys.modules), file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TRINITY_HOME": str(tmp_path / "h")},
+                            capture_output=True, text=True, check=False, timeout=300)
+    assert "RAY=False" in result.stderr, result.stderr
