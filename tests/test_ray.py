@@ -174,21 +174,28 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(cluster, tasks_f
 
 
 def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(cluster, tasks_file, tmp_path):
-    """Four workers on network-bound agents: together they stop before passing the budget, the
-    spend is each answered call once, and the key the agents received is in no Ray file."""
+    """Four workers on network-bound agents: together they stop before passing the budget (what
+    the server was paid for and the run's account), and the key the agents received is in no
+    file of Ray's, the run's or the caches'."""
     loopback = LoopbackAgent(0.2)
     try:
         pool = tmp_path / "paid.toml"
-        pool.write_text(loopback.pool_toml(("a", "b", "c"), KEY_ENV, price=5000.0))  # $0.6 a call (100 + 20 tokens)
-        result = run("train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out", str(tmp_path / "h.npz"),
-                     "--budget-usd", "3", "--ray", cluster["address"], "--ray-workers", "4", home=tmp_path / "home")
+        pool.write_text(loopback.pool_toml(("a", "b", "c"), KEY_ENV, price=100.0))  # $0.012 a call (100 + 20 tokens)
+        flags = [f for f in TRAIN if f != "--no-log"]
+        result = run("train", "--tasks", str(tasks_file), "--pool", str(pool), *flags, "--out", str(tmp_path / "h.npz"),
+                     "--budget-usd", "0.5", "--ray", cluster["address"], "--ray-workers", "4", home=tmp_path / "home")
     finally:
         loopback.close()
     assert result.returncode == 5, result.stderr
-    spent = loopback.requests * 120 * 5000.0 / 1e6
-    assert 0 < spent <= 3.0
+    paid = loopback.requests * 120 * 100.0 / 1e6
+    assert 0 < paid <= 0.5
+    logged = json.loads(run("logs", "-n", "1", "--json", home=tmp_path / "home").stdout)[0]
+    # the run's own account (which also prices replies the cache answered) bounds what was paid
+    assert logged["command"] == "train" and paid - 1e-9 <= logged["usd"] <= 0.5
     assert loopback.keys == {SECRET}
-    leaked = [p for p in cluster["temp"].rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert SECRET not in result.stdout + result.stderr
+    leaked = [p for root in (cluster["temp"], tmp_path) for p in root.rglob("*")
+              if p.is_file() and SECRET.encode() in p.read_bytes()]
     assert leaked == []
 
 
