@@ -18,6 +18,7 @@ definition this version does not make).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import sqlite3
@@ -44,8 +45,6 @@ class Scale:
 class StoredProfile:
     profile: Profile
     created: str
-    task_ids: tuple[str, ...]
-    agent: str  # the agent's name when it was measured (shown, never part of the key)
 
     @property
     def age_days(self) -> float:
@@ -62,10 +61,18 @@ def agent_fields(spec: AgentSpec) -> dict[str, Any]:
                               "temperature": spec.temperature, "mode": spec.mode, "max_tokens": spec.max_tokens,
                               "stop": list(spec.stop)}
     if spec.provider == "replay":
-        fields.update(record_sha256=hashlib.sha256(Path(spec.record or "").read_bytes()).hexdigest(), seed=spec.seed)
+        record = Path(spec.record or "")
+        stat = record.stat()
+        fields.update(record_sha256=_file_sha256(record, stat.st_mtime_ns, stat.st_size), seed=spec.seed)
     if spec.provider == "sim":
         fields.update(skills=spec.skills, default_skill=spec.default_skill, seed=spec.seed)
     return fields
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: Path, mtime_ns: int, size: int) -> str:
+    """A record file's sha256, hashed once per version of the file (lookups repeat per agent)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def agent_key(spec: AgentSpec, scale: Scale) -> str:
@@ -110,7 +117,7 @@ class ProfileStore:
         body = json.loads(row[1])
         raw = body["profile"]
         profile = Profile(raw["pass_rate"], tuple(raw["skill"]), raw["usd_per_answer"], raw["n"], raw["baseline"])
-        return StoredProfile(profile, row[0], tuple(body["task_ids"]), body["agent"])
+        return StoredProfile(profile, row[0])
 
     def close(self) -> None:
         self._db.close()

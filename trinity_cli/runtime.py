@@ -103,8 +103,8 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
         if not mismatches(meta, in_head_format(meta, backbone), pool):  # the head reads this coordinator
             missing = unprofiled(pool, meta)
             if not missing:
-                return _fitting(universal, backbone, pool, "the universal head: no head fits this pool, every agent "
-                                "has a profile")
+                return HeadChoice(universal, "the universal head: no head fits this pool, every agent has a profile",
+                                  meta, in_head_format(meta, backbone).transcript_format)
             reason += f"; the universal head needs profiles of {', '.join(missing)} (`trinity profile`)"
     warn(f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
          "Train one with `trinity train`.")

@@ -35,8 +35,8 @@ def pool(
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
-    policy = policy_json(pool_cfg, weights)
-    profiles = agent_profiles(pool_cfg, weights)
+    choice, policy = chosen_head(pool_cfg, weights)
+    profiles = agent_profiles(pool_cfg, None if choice is None else choice.meta)
     if json_out:
         agents = [{**c.as_json(), "profile": p} for c, p in zip(checks, profiles)]
         print(json.dumps({"source": pool_cfg.source, "agents": agents, "policy": policy}, indent=2))
@@ -46,34 +46,33 @@ def pool(
     return 0 if all(c.usable for c in checks) and policy["source"] is not None else 3
 
 
-def policy_json(pool_cfg: Any, weights: str | None = None) -> dict[str, Any]:
-    """Which head solve would use and why; a head that cannot be used says why instead."""
+def chosen_head(pool_cfg: Any, weights: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """Which head solve would use (runtime.HeadChoice, or None when it would stop) and, as
+    JSON, why; a head that cannot be used says why instead."""
     from trinity_cli.errors import ConfigError
     from trinity_cli.runtime import find_head
 
     try:
-        return find_head(pool_cfg, weights, warn=lambda msg: None).as_json()
+        choice = find_head(pool_cfg, weights, warn=lambda msg: None)
     except ConfigError as exc:
-        return {"source": None, "reason": f"solve would stop: {exc.message}"}
+        return None, {"source": None, "reason": f"solve would stop: {exc.message}"}
+    return choice, choice.as_json()
 
 
-def agent_profiles(pool_cfg: Any, weights: str | None = None) -> list[dict[str, Any] | None]:
-    """Each agent's profile (`trinity profile`) for the universal head: `--weights` when it
-    names one, else the shipped one; None where an agent has none."""
-    from trinity_cli.errors import ConfigError
+def agent_profiles(pool_cfg: Any, head_meta: dict[str, Any] | None) -> list[dict[str, Any] | None]:
+    """Each agent's profile (`trinity profile`) for the universal head: the chosen head when it
+    is one, else the shipped one; None where an agent has none."""
     from trinity_cli.runtime import stored_profiles
-    from trinity_cli.weights import UNIVERSAL, is_universal, read_metadata, resolve, shipped_dir
+    from trinity_cli.weights import UNIVERSAL, is_universal, read_metadata, shipped_dir
 
-    try:
-        path = resolve(weights) if weights and weights.lower() != "none" else shipped_dir() / f"{UNIVERSAL}.npz"
-        meta = read_metadata(path) if path.is_file() else None
-    except ConfigError:
-        meta = None
-    if meta is None or not is_universal(meta):
+    if head_meta is None or not is_universal(head_meta):
+        shipped = shipped_dir() / f"{UNIVERSAL}.npz"
+        head_meta = read_metadata(shipped) if shipped.is_file() else None
+    if head_meta is None:
         return [None] * len(pool_cfg.agents)
     return [None if p is None else {"pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
                                     "n": p.profile.n, "created": p.created, "age_days": round(p.age_days, 2)}
-            for p in stored_profiles(pool_cfg, read_metadata(path))]
+            for p in stored_profiles(pool_cfg, head_meta)]
 
 
 def agent_table(title: str, checks: list, profiles: list[dict[str, Any] | None] | None = None) -> Table:

@@ -40,7 +40,6 @@ START_SHARPNESS = 10.0  # logits per unit of predicted pass at the start
 @dataclass
 class UniversalResult:
     head: UniversalHead  # unbound (no pool's profiles)
-    profiles: list[Profile]  # the training agents', in their order
     training: TrainResult
 
 
@@ -77,4 +76,4 @@ def train_universal(tasks: Sequence[Task], agents: Sequence[Any], calibration: S
     draws = PoolDraws(np.array([p.vector() for p in profiles]), *pool_sizes)
     result = train(tasks, agents, coordinator, grader, settings, checkpoint_file, resume=resume,
                    start_head=start, pools=draws, expected=True)
-    return UniversalResult(result.head, profiles, result)  # type: ignore[arg-type]
+    return UniversalResult(result.head, result)  # type: ignore[arg-type]
