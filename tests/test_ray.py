@@ -239,6 +239,29 @@ def test_a_worker_with_other_numerics_is_named_with_the_driver():
     assert message == "cpu_features: driver 'AVX2', worker 'AVX512'"
 
 
+def test_a_dead_workers_settled_spend_is_taken_back_and_its_call_in_flight_counts():
+    """The keeper's account when a worker dies mid-task: its rerun settles the same replies again
+    (from the cache), so what the dead try settled is taken back; its call in flight may have
+    been billed, so it counts at its reservation."""
+    from trinity_cli.cluster import Keeper, budget_state
+    from trinity_cli.core.budget import Budget
+
+    keeper = Keeper({"replies": None, "grades": None, "states": None})
+    keeper.load_budget(budget_state(Budget(1.0)))
+    assert keeper.reserve(0.3, "1") is None
+    keeper.settle(0.1, 0.3, "1")  # a call the dead try finished
+    assert keeper.reserve(0.3, "1") is None  # in flight when the worker died
+    assert keeper.reserve(0.2, "2") is None  # another worker's, finished
+    keeper.settle(0.05, 0.2, "2")
+    keeper.finished("2")
+    keeper.void("1")
+    state = keeper.budget_state()
+    assert state["spent_usd"] == pytest.approx(0.05 + 0.3) and state["reserved_usd"] == pytest.approx(0.0)
+    assert keeper.reserve(0.3, "3") is None  # the rerun: its cached reply settles once more
+    keeper.settle(0.1, 0.3, "3")
+    assert keeper.budget_state()["spent_usd"] == pytest.approx(0.05 + 0.3 + 0.1)
+
+
 def test_train_without_ray_never_imports_it(tmp_path, tasks_file):
     code = ("import sys\nfrom trinity_cli.cli import main\n"
             f"sys.argv = ['trinity', 'eval', '--tasks', {str(tasks_file)!r}, '--pool', {str(SIM_POOL)!r}, '--weights', 'none',"

@@ -10,8 +10,9 @@
 - **One source of truth.** A `Keeper` actor on the driver's node holds the run's budget and
   reads and writes the driver's caches (replies, grades, hidden states): a worker gets what the
   driver already has, and what it makes is stored before its episode goes on. Every reservation
-  goes through the keeper, so the cluster together never passes `--budget-usd`; an episode
-  rerun after a crash finds the replies its first try paid for in the cache, so they count once.
+  goes through the keeper, so the cluster together never passes `--budget-usd`. Units rerun
+  after a crash find the replies their first try paid for in the cache, and the keeper takes
+  back what the dead try settled (`Keeper.void`): each reply counts once.
 - **Same result.** Hidden states decide everything, so every worker must make them with the
   driver's numerics (llama.cpp version, ggml CPU features, batch, sliding window) and the same
   trinity, on the thread count the driver gives it; a worker that differs is refused with both
@@ -89,6 +90,8 @@ class Keeper:
             name: KeyValueStore(Path(path), *schemas[name]) if path else {} for name, path in paths.items()
         }
         self.budget = Budget()
+        self.held: dict[str, float] = {}  # per attempt: reserved and not yet settled
+        self.settled: dict[str, float] = {}  # per attempt: settled
 
     def get(self, table: str, key: str) -> Any:
         return self.tables[table].get(key)
@@ -110,16 +113,31 @@ class Keeper:
     def budget_state(self) -> dict[str, Any]:
         return budget_state(self.budget)
 
-    def reserve(self, worst_case_usd: float) -> str | None:
-        """None, or the refusal's message."""
+    def reserve(self, worst_case_usd: float, attempt: str) -> str | None:
+        """None, or the refusal's message. `attempt` names the worker's try at its units."""
         try:
             self.budget.reserve(worst_case_usd)
         except BudgetExceeded as refused:
             return refused.message
+        self.held[attempt] = self.held.get(attempt, 0.0) + worst_case_usd
         return None
 
-    def settle(self, usd: float, reserved_usd: float) -> None:
+    def settle(self, usd: float, reserved_usd: float, attempt: str) -> None:
         self.budget.settle(usd, reserved_usd)
+        self.held[attempt] = self.held.get(attempt, 0.0) - reserved_usd
+        self.settled[attempt] = self.settled.get(attempt, 0.0) + usd
+
+    def finished(self, attempt: str) -> None:
+        self.held.pop(attempt, None)
+        self.settled.pop(attempt, None)
+
+    def void(self, attempt: str) -> None:
+        """A worker died during `attempt`; its units run again. What it settled is taken back
+        (the rerun settles those replies again, from the cache: each counts once); a call it
+        had in flight counts at its reservation, as it may have been billed."""
+        in_flight = max(0.0, self.held.pop(attempt, 0.0))
+        self.budget.reserved_usd = max(0.0, self.budget.reserved_usd - in_flight)
+        self.budget.spent_usd += in_flight - self.settled.pop(attempt, 0.0)
 
 
 def budget_state(budget: Budget) -> dict[str, Any]:
@@ -148,15 +166,16 @@ class KeptBudget(Budget):
     def __init__(self, keeper: Any) -> None:
         super().__init__()
         self.keeper = keeper
+        self.attempt = ""  # the units being played (EpisodeWorker.run sets it)
 
     def reserve(self, worst_case_usd: float) -> None:
-        refusal = _ray().get(self.keeper.reserve.remote(worst_case_usd))
+        refusal = _ray().get(self.keeper.reserve.remote(worst_case_usd, self.attempt))
         if refusal is not None:
             self.refusal = refusal
             raise BudgetExceeded(refusal)
 
     def settle(self, usd: float, reserved_usd: float) -> None:
-        _ray().get(self.keeper.settle.remote(usd, reserved_usd))
+        _ray().get(self.keeper.settle.remote(usd, reserved_usd, self.attempt))
 
 
 class EpisodeWorker:
@@ -194,9 +213,10 @@ class EpisodeWorker:
         return {"node": os.uname().nodename, "pid": os.getpid(), "formats": self.identities,
                 "trinity": __version__}
 
-    def run(self, units: Sequence[Any]) -> list[Any]:
+    def run(self, units: Sequence[Any], attempt: str) -> list[Any]:
         from trinity_cli.train.runner import LocalRunner
 
+        self.players.budget.attempt = attempt  # type: ignore[union-attr]  # one run at a time per worker
         return LocalRunner(self.players, self.threads).map(units, self.players.budget)
 
 
@@ -216,7 +236,7 @@ class RayRunner:
         self._actor = ray.remote(EpisodeWorker)
         self.actors = [self._start() for _ in range(self.workers)]
         self.identities = [self._check(actor) for actor in self.actors]
-        self.replaced = 0
+        self.replaced = self.attempts = 0
 
     def _start(self) -> Any:
         return self._actor.options(num_cpus=self.cpus_per_worker).remote(self.spec, self.keeper)
@@ -251,18 +271,21 @@ class RayRunner:
                 chunks.append([index])
         results: list[Any] = [None] * len(units)
         todo, idle = deque(range(len(chunks))), list(range(len(self.actors)))
-        running: dict[Any, tuple[int, int]] = {}
+        running: dict[Any, tuple[int, int, str]] = {}
         try:
             while todo or running:
                 while todo and idle:
                     worker, chunk = idle.pop(), todo.popleft()
-                    ref = self.actors[worker].run.remote([units[i] for i in chunks[chunk]])
-                    running[ref] = (worker, chunk)
+                    self.attempts += 1
+                    attempt = f"{self.attempts}"
+                    ref = self.actors[worker].run.remote([units[i] for i in chunks[chunk]], attempt)
+                    running[ref] = (worker, chunk, attempt)
                 done, _ = ray.wait(list(running), num_returns=1)
-                worker, chunk = running.pop(done[0])
+                worker, chunk, attempt = running.pop(done[0])
                 try:
                     played = ray.get(done[0])
                 except ray.exceptions.RayActorError:  # the worker died: replace it, play its units again
+                    ray.get(self.keeper.void.remote(attempt))
                     self.actors[worker] = self._start()
                     self.identities[worker] = self._check(self.actors[worker])
                     self.replaced += 1
@@ -271,6 +294,7 @@ class RayRunner:
                 except ray.exceptions.RayTaskError as failed:
                     raise _cause(failed) from None
                 else:
+                    self.keeper.finished.remote(attempt)
                     for i, result in zip(chunks[chunk], played):
                         results[i] = result
                         on_result()
