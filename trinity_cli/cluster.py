@@ -37,7 +37,7 @@ from typing import Any
 from trinity_cli import __version__
 from trinity_cli.config import Pool
 from trinity_cli.core.budget import Budget
-from trinity_cli.errors import BudgetExceeded, ConfigError
+from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
 from trinity_cli.tasks.taskset import Task
 
 NETWORK_CPUS = 0.5  # a worker whose agents all wait on the network: 4 fit on 2 CPUs
@@ -203,11 +203,18 @@ class EpisodeWorker:
                 sha, table=KeptTable(keeper, "states"))
             for fmt in spec.formats
         }
-        store = ResponseStore(None, KeptTable(keeper, "replies"))
+        self.store = store = ResponseStore(None, KeptTable(keeper, "replies"))
         agents = build_agents(pool.agents, spec.tasks, store, coordinator_model=pool.coordinator.model)
         self.players = Players(agents, Grader(table=KeptTable(keeper, "grades")), coordinators, KeptBudget(keeper))
         self.threads = spec.threads
         self.identities = {fmt: worker_identity(c.numerics, c.inner.n_threads) for fmt, c in coordinators.items()}
+
+    def counts(self) -> dict[str, int]:
+        """What this worker's caches answered and did, for the driver's figures."""
+        memo = list(self.players.coordinators.values())
+        return {"reply_hits": self.store.stats.hits, "reply_misses": self.store.stats.misses,
+                "memo_hits": sum(m.hits for m in memo), "memo_misses": sum(m.misses for m in memo),
+                "grades_run": self.players.grader.runs}
 
     def identity(self) -> dict[str, Any]:
         return {"node": os.uname().nodename, "pid": os.getpid(), "formats": self.identities,
@@ -230,12 +237,14 @@ class RayRunner:
     keeper: Any
     expected: dict[str, dict[str, Any]]  # transcript format → the driver's identity (worker_identity)
     warn: Callable[[str], None]
+    tally: Callable[[dict[str, int]], None]  # adds workers' cache figures (EpisodeWorker.counts) to the driver's
 
     def __post_init__(self) -> None:
         ray = _ray()
         self._actor = ray.remote(EpisodeWorker)
         self.actors = [self._start() for _ in range(self.workers)]
         self.identities = [self._check(actor) for actor in self.actors]
+        self.counted: list[dict[str, int]] = [{} for _ in self.actors]
         self.replaced = self.attempts = 0
 
     def _start(self) -> Any:
@@ -288,6 +297,7 @@ class RayRunner:
                     ray.get(self.keeper.void.remote(attempt))
                     self.actors[worker] = self._start()
                     self.identities[worker] = self._check(self.actors[worker])
+                    self.counted[worker] = {}
                     self.replaced += 1
                     self.warn(f"Ray worker {worker} died; replaced it and rerunning its {len(chunks[chunk])} episodes")
                     todo.appendleft(chunk)
@@ -303,6 +313,9 @@ class RayRunner:
             if budget is not None:
                 for name, value in ray.get(self.keeper.budget_state.remote()).items():
                     setattr(budget, name, value)
+        for i, counts in enumerate(ray.get([actor.counts.remote() for actor in self.actors])):
+            self.tally({key: value - self.counted[i].get(key, 0) for key, value in counts.items()})
+            self.counted[i] = counts
         return results
 
     def close(self) -> None:
@@ -319,20 +332,31 @@ def _cause(failed: Any) -> BaseException:
 
 def connect(address: str) -> bool:
     """ray.init for `--ray ADDRESS`; True when this run started its own (private) cluster."""
-    ray = _ray()
     import logging
 
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")  # Ray's C++ retries would print a line a second
+    ray = _ray()
     local = address == "local"
     reachable(address)
     try:
         ray.init(address=address, include_dashboard=False if local else None, log_to_driver=False,
-                 logging_level=logging.WARNING, configure_logging=True)
-    except (ConnectionError, RuntimeError, ValueError) as failed:
-        first = str(failed).strip().splitlines()[0] if str(failed).strip() else type(failed).__name__
-        hint = ("; if the cluster uses token authentication, set RAY_AUTH_MODE=token (Ray uses its token "
-                "with an explicit address only when told)") if "RAY_AUTH_MODE" not in os.environ and not local else ""
-        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {first}{hint}") from None
+                 logging_level=logging.ERROR, configure_logging=True)
+    except ValueError as failed:  # a malformed address
+        raise UsageError(f"--ray {address}: {_first_line(failed)}") from None
+    except (ConnectionError, RuntimeError) as failed:
+        message = _first_line(failed)
+        if "Could not find any running Ray instance" in message:
+            message = "no running Ray cluster found here (start one with `ray start --head`, or use --ray local)"
+        elif "RAY_AUTH_MODE" not in os.environ and not local and address != "auto":
+            message += ("; a cluster with token authentication needs RAY_AUTH_MODE=token with an explicit "
+                        "address (Ray's rule)")
+        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {message}") from None
     return local
+
+
+def _first_line(failed: BaseException) -> str:
+    text = str(failed).strip()
+    return text.splitlines()[0] if text else type(failed).__name__
 
 
 def reachable(address: str) -> None:
@@ -362,13 +386,7 @@ def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Ta
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         network_bound = all(a.provider not in ("local", "sim", "replay") for a in pool.agents)
-        cluster_cpus = ray.cluster_resources().get("CPU", 1)
-        if network_bound:
-            cpus = NETWORK_CPUS
-            workers = workers or max(1, int(cluster_cpus / cpus))
-        else:  # the cluster's CPUs shared out: each worker's coordinator threads use its share
-            workers = workers or max(1, int(cluster_cpus))
-            cpus = float(max(1, int(cluster_cpus // workers)))
+        workers, cpus = cpu_shares(workers, float(ray.cluster_resources().get("CPU", 1)), network_bound)
         n_threads = max(1, int(cpus))
         paths = {"replies": str(caches.responses.path), "grades": _str(caches.grader.path),
                  "states": _str(caches.memo_path)}
@@ -376,7 +394,15 @@ def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Ta
         keeper = ray.remote(Keeper).options(num_cpus=0, scheduling_strategy=here).remote(paths)
         spec = WorkerSpec(pool, tuple(tasks), backbone_sha256, n_threads, threads, tuple(coordinators))
         expected = {fmt: worker_identity(c.numerics, n_threads) for fmt, c in coordinators.items()}
-        runner = RayRunner(spec, workers, cpus, keeper, expected, warn)
+        def tally(counts: dict[str, int]) -> None:
+            caches.responses.stats.hits += counts["reply_hits"]
+            caches.responses.stats.misses += counts["reply_misses"]
+            caches.grader.runs += counts["grades_run"]
+            for memo in list(coordinators.values())[:1]:
+                memo.hits += counts["memo_hits"]
+                memo.misses += counts["memo_misses"]
+
+        runner = RayRunner(spec, workers, cpus, keeper, expected, warn, tally)
         yield runner
     finally:
         if runner is not None:
@@ -385,6 +411,18 @@ def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Ta
             ray.kill(keeper)
         if started_here:
             ray.shutdown()
+
+
+def cpu_shares(workers: int | None, cluster_cpus: float, network_bound: bool) -> tuple[int, float]:
+    """(workers, CPUs each asks Ray for): network-bound workers half a CPU (4 fit on 2), others
+    their whole share of the cluster's CPUs; more workers than that fits share what there is
+    (never more than the cluster has, or Ray would hold the rest back for ever)."""
+    if workers is None:
+        workers = max(1, int(cluster_cpus / NETWORK_CPUS) if network_bound else int(cluster_cpus))
+    share = cluster_cpus / workers
+    if network_bound:
+        return workers, min(NETWORK_CPUS, share)
+    return workers, float(int(share)) if share >= 1 else share
 
 
 def _str(path: Path | None) -> str | None:

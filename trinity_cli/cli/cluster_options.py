@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -14,7 +14,7 @@ RayAddress = Annotated[str | None, typer.Option(
     "--ray", help="Play the episodes on a Ray cluster: 'auto' (the running one), an address, or 'local' "
     "(a private cluster for this run). Needs the ray extra. The result is the same as without.")]
 RayWorkers = Annotated[int | None, typer.Option(
-    "--ray-workers", min=1, help="Ray workers (each loads the coordinator once). Default: as many as the cluster's CPUs hold.")]
+    "--ray-workers", min=1, help="Ray workers (each loads the coordinator once). Default: as many as the cluster's CPUs hold; more share them.")]
 
 
 def check_ray_flags(address: str | None, workers: int | None) -> None:
@@ -25,13 +25,25 @@ def check_ray_flags(address: str | None, workers: int | None) -> None:
 
 
 def runner_for(address: str | None, workers: int | None, pool: Any, tasks: Sequence[Any], *, threads: int,
-               coordinators: dict[str, Any], caches: Any) -> AbstractContextManager[Any]:
+               coordinators: dict[str, Any], caches: Any, quiet: bool = False) -> AbstractContextManager[Any]:
     """A RayRunner under --ray (shut down on exit), else None (the run plays here)."""
     if address is None:
         return nullcontext(None)
+    return _announced(address, workers, pool, tasks, threads, coordinators, caches, quiet)
+
+
+@contextmanager
+def _announced(address: str, workers: int | None, pool: Any, tasks: Sequence[Any], threads: int,
+               coordinators: dict[str, Any], caches: Any, quiet: bool) -> Iterator[Any]:
     from trinity_cli.cluster import ray_runner
     from trinity_cli.runtime import backbone_of
 
-    return ray_runner(address, workers, pool, tasks, threads=threads, coordinators=coordinators,
-                      backbone_sha256=backbone_of(pool).sha256, caches=caches,
-                      warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
+    with ray_runner(address, workers, pool, tasks, threads=threads, coordinators=coordinators,
+                    backbone_sha256=backbone_of(pool).sha256, caches=caches,
+                    warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False)) as runner:
+        if not quiet:
+            nodes = sorted({identity["node"] for identity in runner.identities})
+            stderr.print(f"playing on {runner.workers} Ray workers ({runner.cpus_per_worker:g} CPU and "
+                         f"{runner.spec.n_threads} coordinator threads each) on {', '.join(nodes)}",
+                         markup=False, highlight=False)
+        yield runner

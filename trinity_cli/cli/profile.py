@@ -93,7 +93,7 @@ def profile(
                 agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
                 done: list[str] = []
                 with runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=default_workers(agents),
-                                coordinators={}, caches=caches) as cluster, \
+                                coordinators={}, caches=caches, quiet=quiet) as cluster, \
                         Progress(console=stderr, transient=True, disable=quiet) as progress:
                     runner = cluster or LocalRunner(Players(agents, caches.grader))
                     for spec in todo:

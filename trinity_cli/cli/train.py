@@ -106,7 +106,7 @@ def train(
         stderr.print(f"writing {out}; first the {n_states} coordinator states that set the head's normalisation "
                      "(memoized: quick on a rerun)", markup=False, highlight=False)
     cluster = runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers,
-                         coordinators={backbone.transcript_format: coordinator}, caches=caches)
+                         coordinators={backbone.transcript_format: coordinator}, caches=caches, quiet=quiet)
     with logged as summary, cluster as runner, display:
         result = run_training(
             train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
