@@ -217,8 +217,7 @@ class EpisodeWorker:
                 "grades_run": self.players.grader.runs}
 
     def identity(self) -> dict[str, Any]:
-        return {"node": os.uname().nodename, "pid": os.getpid(), "formats": self.identities,
-                "trinity": __version__}
+        return {"node": os.uname().nodename, "formats": self.identities}
 
     def run(self, units: Sequence[Any], attempt: str) -> list[Any]:
         from trinity_cli.train.runner import LocalRunner
@@ -245,7 +244,7 @@ class RayRunner:
         self.actors = [self._start() for _ in range(self.workers)]
         self.identities = [self._check(actor) for actor in self.actors]
         self.counted: list[dict[str, int]] = [{} for _ in self.actors]
-        self.replaced = self.attempts = 0
+        self.attempts = 0
 
     def _start(self) -> Any:
         return self._actor.options(num_cpus=self.cpus_per_worker).remote(self.spec, self.keeper)
@@ -260,8 +259,10 @@ class RayRunner:
             identity = ray.get(ref)
         except ray.exceptions.RayTaskError as failed:
             raise _cause(failed) from None
-        except ray.exceptions.RayActorError as failed:
-            raise ConfigError(f"a Ray worker failed to start: {failed}") from None
+        except ray.exceptions.RayActorError as failed:  # its __init__ raised (say, another GGUF there)
+            cause = getattr(failed, "cause", None) or getattr(getattr(failed, "error", None), "cause", None)
+            reason = cause.message if isinstance(cause, ConfigError) else _first_line(failed)
+            raise ConfigError(f"a Ray worker failed to start: {reason}") from None
         for fmt, driver in self.expected.items():
             differs = identity_mismatch(driver, identity["formats"].get(fmt, {}))
             if differs:
@@ -298,7 +299,6 @@ class RayRunner:
                     self.actors[worker] = self._start()
                     self.identities[worker] = self._check(self.actors[worker])
                     self.counted[worker] = {}
-                    self.replaced += 1
                     self.warn(f"Ray worker {worker} died; replaced it and rerunning its {len(chunks[chunk])} episodes")
                     todo.appendleft(chunk)
                 except ray.exceptions.RayTaskError as failed:
