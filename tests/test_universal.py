@@ -26,6 +26,7 @@ from trinity_cli.tasks.taskset import load_tasks, select_split
 from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings
 from trinity_cli.train.profile import calibration_tasks, profile_agent
+from trinity_cli.train.runner import LocalRunner, Players
 from trinity_cli.train.universal import measure_profiles, train_universal
 from trinity_cli.weights import load_head, save_head, universal_metadata
 
@@ -105,7 +106,8 @@ def test_profile_of_pass_rate_records_is_their_recorded_probability():
     for spec, agent in zip(specs, build_agents(specs, tasks)):
         rates = [agent.provider.record.rates[(spec.model, t.task_id)].pass_rate for t in chosen]
         assert len(set(rates)) > 1 or 0 < rates[0] < 1  # not all 0/1: a graded pass rate could not match
-        profile = profile_agent(agent, chosen, np.random.default_rng(1).normal(size=(len(chosen), 4)), Grader())
+        profile = profile_agent(LocalRunner(Players([agent], Grader())), 0, spec.name, chosen,
+                                np.random.default_rng(1).normal(size=(len(chosen), 4)))
         assert profile.pass_rate == pytest.approx(float(np.mean(rates)), abs=1e-12)
 
 
