@@ -309,42 +309,55 @@ class _OverTheNetwork:
         return self.inner.complete(request, on_text, on_retry)
 
 
-def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
-    """Wall time of 32 training episodes (4 tasks × 8 sampled heads, `--max-turns 3`) with 1
-    worker ÷ with CONCURRENT_WORKERS, each agent call taking NETWORK_LATENCY_S more."""
-    from dataclasses import replace
-    from functools import partial
+BENCH_EPISODES = (4, 8)  # tasks × random heads, `--max-turns 3`: what the concurrency and Ray ratios time
 
+
+def bench_episodes(tasks: list[Any], n_agents: int, hidden_size: int) -> list[Any]:
+    """The timed episodes: BENCH_EPISODES[1] random heads on the first train tasks, task-major."""
     import numpy as np
+
+    from trinity_cli.core.head import N_ROLES, LinearHead
+    from trinity_cli.core.transcript import CURRENT_FORMAT
+    from trinity_cli.tasks.taskset import select_split
+    from trinity_cli.train.runner import Episode
+
+    rng = np.random.default_rng(0)
+    d = hidden_size
+    heads = [LinearHead(rng.normal(0.0, 0.05, (n_agents + N_ROLES, d)), np.zeros(d), np.ones(d))
+             for _ in range(BENCH_EPISODES[1])]
+    return [Episode(task, head, 3, None, CURRENT_FORMAT.id, (0, c, i))
+            for i, task in enumerate(select_split(tasks, "train")[: BENCH_EPISODES[0]]) for c, head in enumerate(heads)]
+
+
+def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
+    """Wall time of the bench episodes with 1 worker ÷ with CONCURRENT_WORKERS, each agent call
+    taking NETWORK_LATENCY_S more."""
+    from dataclasses import replace
 
     from trinity_cli.config import load_pool
     from trinity_cli.coordinator.memo import MemoCoordinator
-    from trinity_cli.core.head import N_ROLES, LinearHead
+    from trinity_cli.core.transcript import CURRENT_FORMAT
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import backbone_of, build_coordinator
     from trinity_cli.tasks.grading import Grader
-    from trinity_cli.tasks.taskset import load_humaneval, select_split
-    from trinity_cli.train.fitness import in_parallel, play
+    from trinity_cli.tasks.taskset import load_humaneval
+    from trinity_cli.train.runner import LocalRunner, Players
 
     pool = load_pool(str(sim_pool))
     tasks = load_humaneval()
     agents = [replace(a, provider=_OverTheNetwork(a.provider)) for a in build_agents(pool.agents, tasks)]
     coordinator = build_coordinator(pool, sessions=CONCURRENT_WORKERS)
-    rng = np.random.default_rng(0)
-    d = coordinator.hidden_size
-    heads = [LinearHead(rng.normal(0.0, 0.05, (len(agents) + N_ROLES, d)), np.zeros(d), np.ones(d)) for _ in range(8)]
+    episodes = bench_episodes(tasks, len(agents), coordinator.hidden_size)
     seconds = {}
     for workers in (1, CONCURRENT_WORKERS):
         coordinator.reset()
         memo, grader = MemoCoordinator(coordinator, backbone_of(pool).sha256), Grader()  # cold
-        calls = [partial(play, task, agents, memo, head, grader, max_turns=3, sample_seed=(0, c, i))
-                 for i, task in enumerate(select_split(tasks, "train")[:4]) for c, head in enumerate(heads)]
         started = time.perf_counter()
-        in_parallel(calls, workers)
+        LocalRunner(Players(agents, grader, {CURRENT_FORMAT.id: memo}), workers).map(episodes, None)
         seconds[workers] = time.perf_counter() - started
     coordinator.close()
     return {"speedup": seconds[1] / seconds[CONCURRENT_WORKERS], "workers": CONCURRENT_WORKERS,
-            "network_latency_s": NETWORK_LATENCY_S, "episodes": len(calls),
+            "network_latency_s": NETWORK_LATENCY_S, "episodes": len(episodes),
             "seconds_1_worker": round(seconds[1], 2), f"seconds_{CONCURRENT_WORKERS}_workers": round(seconds[CONCURRENT_WORKERS], 2)}
 
 
@@ -391,18 +404,14 @@ class LoopbackAgent:
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def pool_toml(self, names: tuple[str, ...], key_env: str, price: float = 1.0) -> str:
-        agents = "".join(
+        return "".join(
             f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "loopback"\nbase_url = "{self.base_url}"\n'
             f'api_key_env = "{key_env}"\nprice_in = {price}\nprice_out = {price}\nmax_tokens = 64\nretries = 0\n\n'
             for name in names)
-        return agents
 
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-RAY_EPISODES = (4, 8)  # tasks × heads, --max-turns 3: the episodes both Ray ratios time
 
 
 def ray_ratios(sim_pool: Path) -> dict[str, Any]:
@@ -414,19 +423,15 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
         import ray
     except ImportError:
         return {"ray_speedup_1s_agent": None, "ray_overhead_1_worker": None, "ray": "not installed (the ray extra)"}
-    import numpy as np
-
     from trinity_cli.cluster import connect, ray_runner
     from trinity_cli.config import load_pool
-    from trinity_cli.core.head import N_ROLES, LinearHead
     from trinity_cli.core.transcript import CURRENT_FORMAT
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import backbone_of, memo_coordinator, open_caches
-    from trinity_cli.tasks.taskset import load_humaneval, select_split
-    from trinity_cli.train.runner import Episode, LocalRunner, Players
+    from trinity_cli.tasks.taskset import load_humaneval
+    from trinity_cli.train.runner import LocalRunner, Players
 
     tasks = load_humaneval()
-    chosen = select_split(tasks, "train")[: RAY_EPISODES[0]]
     key_env = "TRINITY_BENCH_LOOPBACK_KEY"
     os.environ[key_env] = "loopback"  # before the cluster starts: its workers inherit it
     loopback = LoopbackAgent(NETWORK_LATENCY_S)
@@ -442,12 +447,7 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
             agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
             threads = CONCURRENT_WORKERS if any(a.remote for a in agents) else 1
             coordinator = memo_coordinator(pool, caches, sessions=threads)
-            rng = np.random.default_rng(0)
-            d = coordinator.hidden_size
-            heads = [LinearHead(rng.normal(0.0, 0.05, (len(agents) + N_ROLES, d)), np.zeros(d), np.ones(d))
-                     for _ in range(RAY_EPISODES[1])]
-            episodes = [Episode(task, head, 3, None, CURRENT_FORMAT.id, (0, c, i))
-                        for i, task in enumerate(chosen) for c, head in enumerate(heads)]
+            episodes = bench_episodes(tasks, len(agents), coordinator.hidden_size)
             if workers is None:
                 started = time.perf_counter()
                 LocalRunner(Players(agents, caches.grader, {CURRENT_FORMAT.id: coordinator}), threads).map(episodes, None)
@@ -463,7 +463,7 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
     finally:
         ray.shutdown()
         loopback.close()
-    episodes = RAY_EPISODES[0] * RAY_EPISODES[1]
+    episodes = BENCH_EPISODES[0] * BENCH_EPISODES[1]
     return {"ray_speedup_1s_agent": round(one / four, 2), "ray_overhead_1_worker": round(on_ray / here, 3),
             "ray": {"episodes": episodes, "network_latency_s": NETWORK_LATENCY_S,
                     "episodes_per_hour_1_worker": round(episodes * 3600 / one), "episodes_per_hour_4_workers": round(episodes * 3600 / four),
