@@ -82,12 +82,12 @@ class Keeper:
     def __init__(self, paths: dict[str, str | None]) -> None:
         from trinity_cli.coordinator.memo import MemoCoordinator
         from trinity_cli.providers.cache import ResponseStore
-        from trinity_cli.store import KeyValueStore
+        from trinity_cli.store import KeyValueStore, MemoryTable, Table
         from trinity_cli.tasks.grading import Grader
 
         schemas = {"replies": ResponseStore.SCHEMA, "grades": Grader.SCHEMA, "states": MemoCoordinator.SCHEMA}
-        self.tables: dict[str, Any] = {
-            name: KeyValueStore(Path(path), *schemas[name]) if path else {} for name, path in paths.items()
+        self.tables: dict[str, Table] = {
+            name: KeyValueStore(Path(path), *schemas[name]) if path else MemoryTable() for name, path in paths.items()
         }
         self.budget = Budget()
         self.held: dict[str, float] = {}  # per attempt: reserved and not yet settled
@@ -97,15 +97,10 @@ class Keeper:
         return self.tables[table].get(key)
 
     def put(self, table: str, key: str, value: Any) -> None:
-        store = self.tables[table]
-        if isinstance(store, dict):
-            store[key] = value
-        else:
-            store.put(key, value)
+        self.tables[table].put(key, value)
 
     def count(self, table: str) -> int:
-        store = self.tables[table]
-        return len(store) if isinstance(store, dict) else store.count()
+        return self.tables[table].count()
 
     def load_budget(self, state: dict[str, Any]) -> None:
         self.budget = Budget(**state)

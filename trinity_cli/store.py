@@ -24,6 +24,22 @@ class Table(Protocol):
     def count(self) -> int: ...
 
 
+class MemoryTable:
+    """A Table in memory: what a --no-cache run keeps (a cluster's keeper serves it to workers)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any | None:
+        return self._rows.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        self._rows[key] = value
+
+    def count(self) -> int:
+        return len(self._rows)
+
+
 class KeyValueStore:
     def __init__(self, path: Path, table: str, value_column: str, value_type: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
