@@ -9,6 +9,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_cli import assert_clean_failure, trinity
 
@@ -289,6 +290,25 @@ def test_pass_rate_records_pass_at_their_rate_and_their_failures_really_fail(tmp
         assert failing and all(not run_check(task, p) for p in failing)  # verified by the grader
     retried = {worker(often, B, sample=0, attempt=k) == right(B) for k in range(20)}
     assert retried == {True, False}  # each attempt is a fresh draw
+
+
+def test_expected_pass_is_unbiased_when_a_verifier_saw_the_answer(tmp_path):
+    """Worker, Verifier, Worker with one agent of pass rate 0.6 on A: an accepted first answer
+    passes (its visible tests catch the mutants), a rejected one gets a second draw, so the true
+    pass is 0.6 + 0.4 * 0.6 = 0.84. Counting the rate for every final answer would give 0.6."""
+    write_record(tmp_path / "r.jsonl", [{"model": "m", "task_id": A.task_id, "pass_rate": 0.6, "correct": [right(A)]}])
+    (tmp_path / "pool.toml").write_text(
+        '[[agents]]\nname = "m"\nprovider = "replay"\nrecord = "r.jsonl"\nmodel = "m"\nprice_in = 1\nprice_out = 1\n')
+    spec = load_pool(str(tmp_path / "pool.toml")).agents[0]
+    grader, plan = Grader(), PlanPolicy(1, ((0, Role.WORKER), (0, Role.VERIFIER), (0, Role.WORKER)))
+    outcomes = [play(A, build_agents([replace(spec, seed=seed)], [A]), None, plan, grader, max_turns=3)
+                for seed in range(100)]
+    accepted = [o for o in outcomes if o.verdict == "accepted"]
+    assert accepted and all(o.expected == 1.0 and o.passed for o in accepted)
+    assert {o.expected for o in outcomes if o.verdict != "accepted"} == {0.6}  # the unseen second draw
+    assert abs(np.mean([o.expected for o in outcomes]) - 0.84) < 0.08  # SE 0.02
+    alone = play(A, build_agents([spec], [A]), None, PlanPolicy(1, ((0, Role.WORKER),)), grader, max_turns=1)
+    assert alone.expected == 0.6
 
 
 def test_a_task_without_tests_gets_an_unverified_mutant(tmp_path):

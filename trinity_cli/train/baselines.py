@@ -6,8 +6,8 @@ agent answering once as Worker), `cascade` (the cheapest agent's Worker answer, 
 cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; all the way
 up the price list), and `oracle` (a task counts when any agent's Worker answer passes, alone
 or after any agent's Thinker turn). Every row skips the roles an agent may not play. Each row
-also gives `expected_pass_at_1` (fitness.py: recorded pass probabilities where the answers
-came from pass-rate records, else the same as `pass_at_1`; the oracle's is the best expected
+also gives `expected_pass_at_1` (fitness.py: recorded pass probabilities where the final
+answers came from pass-rate records at the last turn, else the same as `pass_at_1`; the oracle's is the best expected
 pass among the plans it played before the first pass). The best single is the best `single:` or
 `pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best; `paired_margin_se`
 gives the first head's paired margins over the best single, random and cascade on the same

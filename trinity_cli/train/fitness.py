@@ -4,8 +4,14 @@ fitness(head) = mean pass over the generation's mini-batch − cost_weight × me
 (cost_weight defaults to 0, as in the paper). A task passes when its latest Worker answer passes
 the task's tests, whatever the verdict; `no_answer` scores 0.
 
-Expected pass: where the answer came from a replay agent's pass-rate entry (EvalPerf), its
-recorded probability; elsewhere the pass itself. It removes the agents' sampling noise.
+Expected pass: where the final answer came from a replay agent's pass-rate entry (EvalPerf)
+and was the episode's last turn, its recorded probability; elsewhere the pass itself. It
+removes the sampling noise of the last draw, and only of that one: an answer a later turn saw
+(a Verifier's ACCEPT, the coordinator's next decision) steered the episode, so its draw is not
+independent of the path and the probability would be biased (an accepted answer would count
+p instead of 1, which scores verification as worthless). The last turn's draw is independent
+of everything before it, so E[pass | path] is exactly its probability: the estimate is
+unbiased at any `max_turns`, and with one turn it is the recorded probability itself.
 Training on expected passes is `fitness(..., expected=True)`. Such an answer passes when it is
 one of the record's correct programs: the replay returns one exactly when its draw passed (a
 failing draw is a mutant the grader saw fail), so this is the grade the tests would give, with
@@ -65,13 +71,17 @@ def play(
 
 
 def recorded_grade(agents: Sequence[Agent], turns: Sequence[Any], task: Task) -> tuple[float, bool] | None:
-    """(probability, drawn pass) of the final answer, when a replay agent's pass-rate entry made it."""
+    """(expected pass, drawn pass) of the final answer, when a replay agent's pass-rate entry
+    made it: the expected pass is its probability when no later turn saw it (module docstring)."""
     answering = [t for t in turns if t.answer is not None]
     if not answering:
         return None
     by_name = {a.name: a for a in agents}
     grade = getattr(by_name[answering[-1].decision.agent].provider, "recorded_grade", None)
-    return None if grade is None else grade(task.task_id, answering[-1].answer)
+    if grade is None:
+        return None
+    probability, passed = grade(task.task_id, answering[-1].answer)
+    return (probability if answering[-1] is turns[-1] else float(passed)), passed
 
 
 def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0, expected: bool = False) -> float:
