@@ -1,10 +1,20 @@
 """Train the shipped universal head on EvalPerf's training models and measure it on pools of
 held-out models only (docs/measurements.md, "Routing any pool").
 
+    python scripts/universal_study.py validate --max-turns 1       # docs/universal/validation-t1.json
+    python scripts/universal_study.py validate --max-turns 3       # docs/universal/validation-t3.json
     python scripts/universal_study.py train --max-turns 1          # writes weights/universal.npz
-    python scripts/universal_study.py measure --max-turns 1        # writes docs/universal/*.json
+    python scripts/universal_study.py measure --max-turns 1        # writes docs/universal/held-out-t1.json
 
-`train`: the model split of the bundled manifest (whole families held out); the training
+`validate`: every setting is chosen here, on the training models only. They are split again by
+family (VALIDATION_SALT, the same rule as the held-out split, fixed before any run) into fit
+and validation models. Each setting trains on the fit models on the N_CALIBRATION calibration
+tasks; the validation models are profiled on those tasks and every pool of 3-5 of them is
+scored on the other train-split tasks, against its best single agent by profile. With
+`--max-turns 1` it searches GRID and writes the chosen setting; with `--max-turns 3` it scores
+that chosen setting with three turns beside one, which decides whether more turns pay.
+
+`train`: the setting `validate --max-turns 1` chose; the model split of the bundled manifest (whole families held out); the training
 models replay `evalperf-all` on the train split of `evalperf` (all 118 tasks count: pass-rate
 records are graded by their recorded probability); profiles on N_CALIBRATION calibration
 tasks; episodes on pools of 2-6 training models drawn per task and generation.
@@ -21,6 +31,8 @@ trained on that very pool.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
 import tempfile
 import time
@@ -33,14 +45,18 @@ from trinity_cli import bundled
 from trinity_cli.config import load_pool
 from trinity_cli.coordinator.llama import LlamaCoordinator
 from trinity_cli.coordinator.memo import MemoCoordinator
+from trinity_cli.core.head import PlanPolicy
+from trinity_cli.core.roles import Role
+from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.embedded import gguf_sha256
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.runtime import backbone_of, coordinator_path
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_tasks, select_split
-from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
+from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin, run_policy
 from trinity_cli.train.es import TrainSettings, train
 from trinity_cli.train.profile import calibration_tasks
+from trinity_cli.train.runner import LocalRunner, Players
 from trinity_cli.train.universal import measure_profiles, train_universal
 from trinity_cli.weights import load_head, save_head, universal_metadata
 
@@ -49,7 +65,11 @@ N_CALIBRATION = 40
 NS = (10, 20, 40, 72)  # the train split of evalperf has 72 tasks
 POOLS = 30
 POOL_SPECIFIC = 3  # pools that also get a head trained on themselves
-SETTINGS = {"generations": 30, "popsize": 8, "sigma0": 0.3, "batch_size": 32, "seed": 0, "project": 4}
+SETTINGS = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0}  # the recorded pools' (not searched)
+GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
+VALIDATION_SALT = "trinity-validation-v1:"
+VALIDATION_BYTE_BELOW = 102  # as the held-out split: about 40 % of families
+UNIVERSAL = ROOT / "docs" / "universal"
 
 
 def setup(scratch: Path):
@@ -63,21 +83,83 @@ def setup(scratch: Path):
     return pool, split, tasks, coordinator, grader, agents
 
 
+def validation_models(split: dict) -> tuple[list[str], list[str]]:
+    """(fit, validation): the training models split by whole families."""
+    training = set(split["train"])
+    held = {m for family, models in split["families"].items() if set(models) <= training
+            and hashlib.sha256((VALIDATION_SALT + family).encode()).digest()[0] < VALIDATION_BYTE_BELOW for m in models}
+    return sorted(training - held), sorted(held)
+
+
+def chosen_setting() -> dict:
+    return json.loads((UNIVERSAL / "validation-t1.json").read_text())["chosen"]
+
+
+def validation_score(setting: dict, max_turns: int, fit: list[str], held: list[str], calibration, scored,
+                     coordinator, grader, agents, scratch: Path) -> dict:
+    """Train on the fit models with `setting`; score every pool of 3-5 validation models."""
+    settings = TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"], max_turns=max_turns)
+    name = "-".join(f"{k}{v}" for k, v in setting.items())
+    head = train_universal(calibration, [agents[m] for m in fit], calibration, coordinator, grader, settings,
+                           scratch / f"validate-t{max_turns}-{name}.ckpt", skill_weight=setting["skill_weight"]).head
+    profiles = dict(zip(held, measure_profiles([agents[m] for m in held], calibration, coordinator, head, grader)))
+    mine, best = [], []
+    for members in (c for size in (3, 4, 5) for c in itertools.combinations(held, size)):
+        runner = LocalRunner(Players([agents[m] for m in members], grader, {CURRENT_FORMAT.id: coordinator}))
+        bound = head.for_pool(np.array([profiles[m].vector() for m in members]))
+        mine += run_policy("universal", scored, bound, runner=runner, budget=None, max_turns=max_turns,
+                           reader=CURRENT_FORMAT.id).expected
+        by_profile = max(range(len(members)), key=lambda i: profiles[members[i]].pass_rate)
+        best += run_policy("best", scored, PlanPolicy(len(members), ((by_profile, Role.WORKER),)), runner=runner,
+                           budget=None, max_turns=1).expected
+    return {**setting, "max_turns": max_turns, "universal": float(np.mean(mine)), "best_by_profile": float(np.mean(best)),
+            "margin_se": paired_margin(mine, best)}
+
+
+def validate_command(args: argparse.Namespace) -> None:
+    _, split, tasks, coordinator, grader, agents = setup(args.scratch)
+    fit, held = validation_models(split)
+    train_tasks = select_split(tasks, "train")
+    calibration = calibration_tasks(train_tasks, N_CALIBRATION)
+    scored = [t for t in train_tasks if t not in calibration]
+    if args.max_turns == 1:
+        settings = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
+    else:
+        settings = [chosen_setting()]
+    rows = []
+    for setting in settings:
+        rows.append(validation_score(setting, args.max_turns, fit, held, calibration, scored, coordinator, grader,
+                                     agents, args.scratch))
+        print(json.dumps(rows[-1]), flush=True)
+    result: dict = {"how": f"scripts/universal_study.py validate --max-turns {args.max_turns}", "fit_models": fit,
+                    "validation_models": held, "calibration_tasks": len(calibration), "scored_tasks": len(scored),
+                    "pools": "every pool of 3-5 validation models", "settings": SETTINGS, "rows": rows}
+    if args.max_turns == 1:
+        result["chosen"] = {k: max(rows, key=lambda r: r["universal"])[k] for k in GRID}
+    out = UNIVERSAL / f"validation-t{args.max_turns}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def train_command(args: argparse.Namespace) -> None:
     pool, split, tasks, coordinator, grader, agents = setup(args.scratch)
     train_tasks = select_split(tasks, "train")
     calibration = calibration_tasks(train_tasks, N_CALIBRATION)
-    settings = TrainSettings(**SETTINGS, max_turns=args.max_turns, cost_weight=args.cost_weight)
+    setting = chosen_setting()
+    settings = TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"],
+                             max_turns=args.max_turns, cost_weight=args.cost_weight)
     started = time.perf_counter()
     result = train_universal(train_tasks, [agents[n] for n in split["train"]], calibration, coordinator, grader,
-                             settings, args.scratch / f"universal-t{args.max_turns}.ckpt")
+                             settings, args.scratch / f"universal-t{args.max_turns}.ckpt",
+                             skill_weight=setting["skill_weight"])
     head = result.head
     out = ROOT / "weights" / args.out
     save_head(out, head, universal_metadata(
         backbone_of(pool), head.mean.shape[0], head, numerics=coordinator.numerics,
         training={"how": "scripts/universal_study.py train", "tasks": "evalperf", "split": "train",
                   "models": split["train"], "calibration_tasks": [t.task_id for t in calibration],
-                  **asdict(settings), "pool_sizes": [2, 6], "history": result.training.history,
+                  **asdict(settings), "skill_weight": setting["skill_weight"], "pool_sizes": [2, 6], "history": result.training.history,
                   "seconds": round(time.perf_counter() - started, 1)}))
     print(f"wrote {out}")
 
@@ -87,16 +169,17 @@ def measure_command(args: argparse.Namespace) -> None:
     head, _ = load_head(ROOT / "weights" / args.weights)
     train_tasks, test = select_split(tasks, "train"), select_split(tasks, "test")
     held = split["held_out"]
+    setting = chosen_setting()  # the pool-specific heads' K and σ0
     rng = np.random.default_rng(args.seed)
     pools = [sorted(rng.choice(held, size=int(rng.integers(3, 6)), replace=False).tolist()) for _ in range(POOLS)]
     profiles = {n: dict(zip(held, measure_profiles([agents[m] for m in held], calibration_tasks(train_tasks, n),
-                                                     coordinator, head, grader))) for n in NS}
+                                                     coordinator, head, grader))) for n in args.ns}
     results = []
     for index, members in enumerate(pools):
         pool_agents = [agents[m] for m in members]
         row: dict = {"pool": members}
-        bound = {n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in NS}
-        report = evaluate(test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in NS], grader,
+        bound = {n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in args.ns}
+        report = evaluate(test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns], grader,
                           max_turns=args.max_turns)  # the baselines do not depend on n: once per pool
         rows = {r.policy: r for r in report.pop("_rows")}
         oracle = [max(agents[m].provider.record.rates[(agents[m].provider.spec.model, t.task_id)].pass_rate
@@ -107,7 +190,7 @@ def measure_command(args: argparse.Namespace) -> None:
             "cascade_sampled": rows["cascade"].pass_at_1, "cascade_usd": rows["cascade"].usd_per_task,
             "oracle": float(np.mean(oracle)),
             "singles": {m: [rows[f"single:{m}"].expected_pass_at_1, rows[f"single:{m}"].usd_per_task] for m in members}}
-        for n in NS:
+        for n in args.ns:
             by_profile = max(members, key=lambda m: profiles[n][m].pass_rate)
             best, mine = rows[f"single:{by_profile}"], rows[f"n{n}"]
             row[f"n{n}"] = {
@@ -119,7 +202,8 @@ def measure_command(args: argparse.Namespace) -> None:
             }
         if index < POOL_SPECIFIC:
             fit = train(train_tasks, pool_agents, coordinator, grader,
-                        TrainSettings(**SETTINGS, max_turns=args.max_turns), args.scratch / f"pool-{index}.ckpt",
+                        TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"],
+                                      max_turns=args.max_turns), args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
                         expected=True)
             report = evaluate(test, pool_agents, [HeadUnderTest("specific", fit.head, coordinator)], grader,
                               max_turns=args.max_turns)
@@ -136,17 +220,19 @@ def measure_command(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=("train", "measure"))
+    parser.add_argument("command", choices=("validate", "train", "measure"))
     parser.add_argument("--max-turns", type=int, default=1)
     parser.add_argument("--cost-weight", type=float, default=0.0)
     parser.add_argument("--out", default="universal.npz")
     parser.add_argument("--weights", default="universal.npz")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ns", type=lambda text: tuple(int(n) for n in text.split(",")), default=NS,
+                        help="calibration sizes to measure (comma list)")
     parser.add_argument("--scratch", type=Path, default=None)
     args = parser.parse_args()
     args.scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-universal-"))
     args.scratch.mkdir(parents=True, exist_ok=True)
-    {"train": train_command, "measure": measure_command}[args.command](args)
+    {"validate": validate_command, "train": train_command, "measure": measure_command}[args.command](args)
 
 
 if __name__ == "__main__":

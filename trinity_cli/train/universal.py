@@ -43,17 +43,20 @@ class UniversalResult:
     training: TrainResult
 
 
-def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, components: int) -> UniversalHead:
+def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, components: int,
+                skill_weight: float = 1.0) -> UniversalHead:
     """The starting head, with its basis (what profiles are measured in): each agent's logit is
-    START_SHARPNESS × its profile's predicted pass on the task, baseline + z · skill (W's skill
-    block the identity, u's baseline entry 1); roles uniform. The search refines it from there."""
+    START_SHARPNESS × its profile's predicted pass on the task, baseline + skill_weight · z · skill
+    (W's skill block skill_weight × the identity, u's baseline entry 1); roles uniform. With
+    skill_weight 0 it starts as "the agent with the best baseline" whatever the task. The search
+    refines it from there."""
     spread = list(tasks)[:: max(1, len(tasks) // STATS_TASKS)]  # task sets come in blocks (HumanEval, then MBPP)
     linear = starting_head(spread, [a.name for a in agents][:3], coordinator, components)
     k = linear.n_features
     size = k + PROFILE_EXTRA
     assert linear.basis is not None
     w, u = np.zeros((k, size)), np.zeros(size)
-    w[:, PROFILE_EXTRA:] = np.eye(k)
+    w[:, PROFILE_EXTRA:] = skill_weight * np.eye(k)
     u[0] = 1.0
     params = np.concatenate([START_SHARPNESS * w.ravel(), START_SHARPNESS * u, np.zeros(3 * k)])
     return UniversalHead(params, linear.mean, linear.std, linear.basis, np.zeros((0, size)))
@@ -68,10 +71,10 @@ def measure_profiles(agents: Sequence[Any], calibration: Sequence[Task], coordin
 
 def train_universal(tasks: Sequence[Task], agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any,
                     grader: Grader, settings: TrainSettings, checkpoint_file: Path, *, pool_sizes: tuple[int, int] = (2, 6),
-                    resume: bool = False) -> UniversalResult:
+                    skill_weight: float = 1.0, resume: bool = False) -> UniversalResult:
     if settings.project is None:
         raise ValueError("the universal head needs --project K (its parameters must not depend on d)")
-    start = input_space(tasks, agents, coordinator, settings.project)
+    start = input_space(tasks, agents, coordinator, settings.project, skill_weight)
     profiles = measure_profiles(agents, calibration, coordinator, start, grader)
     draws = PoolDraws(np.array([p.vector() for p in profiles]), *pool_sizes)
     result = train(tasks, agents, coordinator, grader, settings, checkpoint_file, resume=resume,
