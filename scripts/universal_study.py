@@ -199,8 +199,12 @@ def measure_command(args: argparse.Namespace) -> None:
                 "best": best.expected_pass_at_1, "best_usd": best.usd_per_task,
                 "margin_se": paired_margin(mine.expected, best.expected),
                 "diff": [u - b for u, b in zip(mine.expected, best.expected)],
+                # the same agent as Worker and Verifier, over the same turns (a second answer after a REJECT)
+                "best_pipeline": rows[f"pipeline:{by_profile}"].expected_pass_at_1,
+                "best_pipeline_usd": rows[f"pipeline:{by_profile}"].usd_per_task,
+                "margin_vs_pipeline_se": paired_margin(mine.expected, rows[f"pipeline:{by_profile}"].expected),
             }
-        if index < POOL_SPECIFIC:
+        if index < args.pool_specific:
             fit = train(train_tasks, pool_agents, coordinator, grader,
                         TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"],
                                       max_turns=args.max_turns), args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
@@ -226,6 +230,7 @@ def main() -> None:
     parser.add_argument("--out", default="universal.npz")
     parser.add_argument("--weights", default="universal.npz")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pool-specific", type=int, default=POOL_SPECIFIC, help="pools that also get their own head")
     parser.add_argument("--ns", type=lambda text: tuple(int(n) for n in text.split(",")), default=NS,
                         help="calibration sizes to measure (comma list)")
     parser.add_argument("--scratch", type=Path, default=None)

@@ -25,7 +25,7 @@ from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_tasks, select_split
 from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings
-from trinity_cli.train.profile import calibration_tasks, profile_agent
+from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
 from trinity_cli.train.runner import LocalRunner, Players
 from trinity_cli.train.universal import measure_profiles, train_universal
 from trinity_cli.weights import load_head, save_head, universal_metadata
@@ -56,7 +56,7 @@ def universal(tmp_path_factory, memo):
         rows = {r.policy: r for r in report.pop("_rows")}
         return rows, paired_margin(rows["universal"].passes, rows[report["best_single"]].passes)
 
-    return {"root": root, "tasks": tasks, "test": test, "calibration": calibration, "trained": trained,
+    return {"root": root, "memo": memo, "tasks": tasks, "test": test, "calibration": calibration, "trained": trained,
             "other_pool": other_pool, "measured": measured, "profiles": profiles, "grader": grader,
             "routed": scored(profiles), "shuffled": scored(profiles[[1, 2, 0]])}
 
@@ -90,11 +90,15 @@ def test_the_head_scores_agents_by_profile_alone_for_any_pool_size(universal):
 
 def test_profile_of_a_replay_pool_is_exact(universal):
     """Recorded programs are graded: the pass rate is the share of calibration tasks whose
-    recorded program is right; the baseline is the fit's value at z = 0."""
+    recorded program is right; the offset is mean(Z) · skill."""
     calibration = universal["calibration"]
     for model, profile in zip(OTHER_MODELS, universal["measured"]):
         assert profile.pass_rate == pytest.approx(np.mean([program(model, t) == right(t) for t in calibration]))
         assert profile.n == len(calibration)
+    states = problem_states(calibration, universal["memo"], universal["trained"].head)
+    for profile in universal["measured"]:
+        assert profile.offset == pytest.approx(states.mean(axis=0) @ np.array(profile.skill))
+        assert profile.vector()[:3].tolist() == [profile.pass_rate, profile.cost, profile.offset]
 
 
 def test_profile_of_pass_rate_records_is_their_recorded_probability():

@@ -116,7 +116,7 @@ class ProfileStore:
             return None
         body = json.loads(row[1])
         raw = body["profile"]
-        profile = Profile(raw["pass_rate"], tuple(raw["skill"]), raw["usd_per_answer"], raw["n"], raw["baseline"])
+        profile = Profile(raw["pass_rate"], tuple(raw["skill"]), raw["usd_per_answer"], raw["n"], raw["offset"])
         return StoredProfile(profile, row[0])
 
     def close(self) -> None:

@@ -1,17 +1,19 @@
 """Agent profiles: all the pool-agnostic head knows of an agent.
 
-Definition `trinity-profile-v1`, measured on n calibration tasks (the same tasks for every
+Definition `trinity-profile-v2`, measured on n calibration tasks (the same tasks for every
 agent; each task's `y` is 1/0 for a graded Worker answer, or a recorded pass probability):
 
     pass_rate = mean(y)
     skill     = (XᵀX + RIDGE·n·I)⁻¹ Xᵀ (y − pass_rate)   # (k,) ridge fit, X = Z − mean(Z)
-    baseline  = pass_rate − mean(Z) · skill              # the fit's predicted pass at z = 0
+    offset    = mean(Z) · skill
     cost      = max(log10(usd_per_answer), −6) + 3       # $0.001 → 0, a free model → −3
-    vector    = [baseline, cost, *skill]                  # P = k + 2 values
+    vector    = [pass_rate, cost, offset, *skill]         # P = k + 3 values
 
 Z holds the calibration tasks' problem states in the universal head's input space (standardised
-and projected to k components by the head's basis), so `baseline + z · skill` is the agent's
-predicted pass on a task with state z: a skill vector in the head's input space. RIDGE is
+and projected to k components by the head's basis), so `pass_rate + z · skill − offset` is the
+agent's predicted pass on a task with state z: a skill vector in the head's input space. The
+vector holds the pass rate itself (v1 held only the fit's value at z = 0, pass_rate − offset),
+so a head can weigh the pass rate and the task-specific part separately. RIDGE is
 light (0.03): the states are whitened, and a heavy penalty would leave the pass rate alone
 deciding (measured on the synthetic record of tests/learnable_record.py). `usd_per_answer` is
 the mean $ of one Worker answer at the agent's prices. A profile is only meaningful with the
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-DEFINITION = "trinity-profile-v1"
+DEFINITION = "trinity-profile-v2"
 RIDGE = 0.03
 COST_FLOOR = -6.0
 
@@ -39,7 +41,7 @@ class Profile:
     skill: tuple[float, ...]  # (k,)
     usd_per_answer: float
     n: int
-    baseline: float  # predicted pass at z = 0
+    offset: float  # mean(Z) · skill: the predicted pass on a task with state z is pass_rate + z · skill − offset
 
     @property
     def cost(self) -> float:
@@ -48,7 +50,7 @@ class Profile:
     def vector(self) -> np.ndarray:
         import numpy as np  # not at import: `trinity pool` reads profiles without numpy
 
-        return np.array([self.baseline, self.cost, *self.skill], dtype=np.float64)
+        return np.array([self.pass_rate, self.cost, self.offset, *self.skill], dtype=np.float64)
 
 
 def measure(passes: Sequence[float], states: np.ndarray, usd_per_answer: float) -> Profile:
@@ -64,4 +66,4 @@ def measure(passes: Sequence[float], states: np.ndarray, usd_per_answer: float) 
     x = z - centre
     skill = np.linalg.solve(x.T @ x + RIDGE * len(y) * np.eye(z.shape[1]), x.T @ (y - mean))
     return Profile(mean, tuple(float(s) for s in skill), float(usd_per_answer), len(y),
-                   float(mean - centre @ skill))
+                   float(centre @ skill))

@@ -21,12 +21,20 @@ from trinity_cli.tasks.taskset import Task
 def pipeline_transcripts(task: Task, agent_names: Sequence[str], turns: int) -> list[Transcript]:
     """The transcripts the fallback pipeline would see at turns 1..turns (synthetic replies)."""
     policy = PipelinePolicy(len(agent_names))
-    transcript = Transcript(task.problem)
-    out = [transcript]
+    steps = []
     for turn in range(1, turns):
         choice = policy.choose(None, turn)
-        agent = agent_names[int(np.argmax(choice.agent_probs))]
-        role = (Role.THINKER, Role.WORKER, Role.VERIFIER)[int(np.argmax(choice.role_probs))]
+        steps.append((agent_names[int(np.argmax(choice.agent_probs))],
+                      (Role.THINKER, Role.WORKER, Role.VERIFIER)[int(np.argmax(choice.role_probs))]))
+    return scripted_transcripts(task, steps)
+
+
+def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[Transcript]:
+    """The transcripts before the first turn and after each (agent, role) step (synthetic
+    replies: a plan, the canonical solution, a rejection)."""
+    transcript = Transcript(task.problem)
+    out = [transcript]
+    for agent, role in steps:
         docstring = task.prompt.strip().splitlines()
         noise = " ".join(docstring[len(docstring) // 2 :])[:600]  # prose of varying length
         text = {

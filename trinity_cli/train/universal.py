@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from trinity_cli.core.head import UniversalHead
+from trinity_cli.core.head import N_ROLES, UniversalHead
 from trinity_cli.core.profile import Profile
+from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.es import (
@@ -30,11 +31,13 @@ from trinity_cli.train.es import (
     starting_head,
     train,
 )
+from trinity_cli.train.imitate import scripted_transcripts
 from trinity_cli.train.profile import problem_states, profile_agent
 from trinity_cli.train.runner import LocalRunner, Players
 
-PROFILE_EXTRA = 2  # profile values besides the skill vector: pass rate, cost (core.profile)
+PROFILE_EXTRA = 3  # profile values before the skill vector: pass rate, cost, offset (core.profile)
 START_SHARPNESS = 10.0  # logits per unit of predicted pass at the start
+START_ROLES = (Role.WORKER, Role.VERIFIER, Role.WORKER)  # the start's roles by turn: answer, check, answer again
 
 
 @dataclass
@@ -46,9 +49,10 @@ class UniversalResult:
 def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, components: int,
                 skill_weight: float = 1.0) -> UniversalHead:
     """The starting head, with its basis (what profiles are measured in): each agent's logit is
-    START_SHARPNESS × its profile's predicted pass on the task, baseline + skill_weight · z · skill
-    (W's skill block skill_weight × the identity, u's baseline entry 1); roles uniform. With
-    skill_weight 0 it starts as "the agent with the best baseline" whatever the task. The search
+    START_SHARPNESS × its profile's predicted pass on the task, pass_rate + skill_weight ·
+    (z · skill − offset) (W's skill block skill_weight × the identity; u: pass rate 1, offset
+    −skill_weight). With skill_weight 0 it starts as "the agent with the best
+    pass rate" whatever the task. Roles by turn follow START_ROLES (`start_roles`). The search
     refines it from there."""
     spread = list(tasks)[:: max(1, len(tasks) // STATS_TASKS)]  # task sets come in blocks (HumanEval, then MBPP)
     linear = starting_head(spread, [a.name for a in agents][:3], coordinator, components)
@@ -57,9 +61,24 @@ def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, 
     assert linear.basis is not None
     w, u = np.zeros((k, size)), np.zeros(size)
     w[:, PROFILE_EXTRA:] = skill_weight * np.eye(k)
-    u[0] = 1.0
-    params = np.concatenate([START_SHARPNESS * w.ravel(), START_SHARPNESS * u, np.zeros(3 * k)])
-    return UniversalHead(params, linear.mean, linear.std, linear.basis, np.zeros((0, size)))
+    u[0], u[2] = 1.0, -skill_weight
+    agent_part = START_SHARPNESS * np.concatenate([w.ravel(), u])
+    head = UniversalHead(np.concatenate([agent_part, np.zeros(N_ROLES * k)]), linear.mean, linear.std, linear.basis,
+                         np.zeros((0, size)))
+    return head.with_weights(np.concatenate([agent_part, start_roles(spread, agents[0].name, coordinator, head).ravel()]))
+
+
+def start_roles(tasks: Sequence[Task], agent_name: str, coordinator: Any, head: UniversalHead) -> np.ndarray:
+    """(3, k) role weights whose greedy role is START_ROLES[i] at turn i + 1 of synthetic
+    transcripts (a ridge fit to ±3 logits): without it a bias-free head starts with uniform roles
+    and a multi-turn search spends its first generations learning that a Verifier needs an answer."""
+    states, targets = [], []
+    for task in tasks:
+        for transcript, role in zip(scripted_transcripts(task, [(agent_name, r) for r in START_ROLES[:-1]]), START_ROLES):
+            states.append(head.features(coordinator.encode(transcript).hidden))
+            targets.append([3.0 if r is role else -3.0 for r in ROLE_ORDER])
+    z, y = np.asarray(states), np.asarray(targets)
+    return np.linalg.solve(z.T @ z + np.eye(z.shape[1]), z.T @ y).T
 
 
 def measure_profiles(agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any, head: UniversalHead,
