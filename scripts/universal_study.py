@@ -64,7 +64,8 @@ ROOT = Path(__file__).resolve().parent.parent
 N_CALIBRATION = 40
 NS = (10, 20, 40, 72)  # the train split of evalperf has 72 tasks
 POOLS = 30
-POOL_SPECIFIC = 3  # pools that also get a head trained on themselves
+POOL_SPECIFIC = 3  # pools that also get a head trained on themselves, with the recorded pools' K and σ0
+POOL_SPECIFIC_SETTINGS = {"project": 4, "sigma0": 0.3}
 SETTINGS = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0}  # the recorded pools' (not searched)
 GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
 VALIDATION_SALT = "trinity-validation-v1:"
@@ -169,7 +170,6 @@ def measure_command(args: argparse.Namespace) -> None:
     head, _ = load_head(ROOT / "weights" / args.weights)
     train_tasks, test = select_split(tasks, "train"), select_split(tasks, "test")
     held = split["held_out"]
-    setting = chosen_setting()  # the pool-specific heads' K and σ0
     rng = np.random.default_rng(args.seed)
     pools = [sorted(rng.choice(held, size=int(rng.integers(3, 6)), replace=False).tolist()) for _ in range(POOLS)]
     profiles = {n: dict(zip(held, measure_profiles([agents[m] for m in held], calibration_tasks(train_tasks, n),
@@ -206,8 +206,8 @@ def measure_command(args: argparse.Namespace) -> None:
             }
         if index < args.pool_specific:
             fit = train(train_tasks, pool_agents, coordinator, grader,
-                        TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"],
-                                      max_turns=args.max_turns), args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
+                        TrainSettings(**SETTINGS, **POOL_SPECIFIC_SETTINGS, max_turns=args.max_turns),
+                        args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
                         expected=True)
             report = evaluate(test, pool_agents, [HeadUnderTest("specific", fit.head, coordinator)], grader,
                               max_turns=args.max_turns)
@@ -222,9 +222,40 @@ def measure_command(args: argparse.Namespace) -> None:
     print(f"wrote {out}")
 
 
+def report_command(args: argparse.Namespace) -> None:
+    """The markdown table and headline figures of docs/measurements.md from held-out-t{T}.json."""
+    data = json.loads((UNIVERSAL / f"held-out-t{args.max_turns}.json").read_text())
+    pools = data["pools"]
+    print(f"max_turns {data['max_turns']}, {len(pools)} pools, {data['test_tasks']} test tasks")
+    print("| n | universal | best single by profile | pools strictly above | pooled margin (SE) | error reduction "
+          "| universal $/task | best's $/task |" + (" best by profile, W-V-W | margin vs it (SE) |" if data["max_turns"] > 1 else ""))
+    ns = sorted(int(key[1:]) for key in pools[0] if key[0] == "n" and key[1:].isdigit())
+    for n in ns:
+        cells = [p[f"n{n}"] for p in pools]
+        mine, best = np.mean([c["universal"] for c in cells]), np.mean([c["best"] for c in cells])
+        diffs = np.concatenate([c["diff"] for c in cells])
+        row = [n, f"{mine:.3f}", f"{best:.3f}", f"{np.mean([c['universal'] > c['best'] for c in cells]):.0%}",
+               f"{diffs.mean() / (diffs.std(ddof=1) / np.sqrt(len(diffs))):+.1f}", f"{((1 - best) - (1 - mine)) / (1 - best):+.0%}",
+               f"{np.mean([c['universal_usd'] for c in cells]):.5f}", f"{np.mean([c['best_usd'] for c in cells]):.5f}"]
+        if data["max_turns"] > 1:
+            row += [f"{np.mean([c['best_pipeline'] for c in cells]):.3f}",
+                    f"{np.mean([c['margin_vs_pipeline_se'] for c in cells]):+.1f} (mean per pool)"]
+        print("| " + " | ".join(str(x) for x in row) + " |")
+    means = {key: np.mean([p["baselines"][key] for p in pools]) for key in ("best_true", "random", "cascade", "oracle")}
+    print("means:", {k: round(float(v), 3) for k, v in means.items()},
+          "cascade $/task", round(float(np.mean([p["baselines"]["cascade_usd"] for p in pools])), 5))
+    n = 40 if 40 in ns else ns[-1]
+    for index, p in enumerate(q for q in pools if "pool_specific" in q):
+        c = p[f"n{n}"]
+        gain = p["pool_specific"] - c["best"]
+        kept = (c["universal"] - c["best"]) / gain if gain > 0 else float("nan")
+        print(f"pool-specific {index}: specific {p['pool_specific']:.3f}, best by profile {c['best']:.3f}, "
+              f"universal (n={n}) {c['universal']:.3f}, share of the gain kept {kept:.0%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=("validate", "train", "measure"))
+    parser.add_argument("command", choices=("validate", "train", "measure", "report"))
     parser.add_argument("--max-turns", type=int, default=1)
     parser.add_argument("--cost-weight", type=float, default=0.0)
     parser.add_argument("--out", default="universal.npz")
@@ -237,7 +268,8 @@ def main() -> None:
     args = parser.parse_args()
     args.scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-universal-"))
     args.scratch.mkdir(parents=True, exist_ok=True)
-    {"validate": validate_command, "train": train_command, "measure": measure_command}[args.command](args)
+    {"validate": validate_command, "train": train_command, "measure": measure_command,
+     "report": report_command}[args.command](args)
 
 
 if __name__ == "__main__":

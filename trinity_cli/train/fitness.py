@@ -78,9 +78,10 @@ def recorded_grade(agents: Sequence[Agent], turns: Sequence[Any], task: Task) ->
         return None
     by_name = {a.name: a for a in agents}
     grade = getattr(by_name[answering[-1].decision.agent].provider, "recorded_grade", None)
-    if grade is None:
+    recorded = None if grade is None else grade(task.task_id, answering[-1].answer)
+    if recorded is None:
         return None
-    probability, passed = grade(task.task_id, answering[-1].answer)
+    probability, passed = recorded
     return (probability if answering[-1] is turns[-1] else float(passed)), passed
 
 
