@@ -1,21 +1,23 @@
 """Train the shipped universal head on EvalPerf's training models and measure it on pools of
 held-out models only (docs/measurements.md, "Routing any pool").
 
-    python scripts/universal_study.py validate --max-turns 1       # docs/universal/validation-t1.json
-    python scripts/universal_study.py validate --max-turns 3       # docs/universal/validation-t3.json
-    python scripts/universal_study.py train --max-turns 1          # writes weights/universal.npz
-    python scripts/universal_study.py measure --max-turns 1        # writes docs/universal/held-out-t1.json
+    python scripts/universal_study.py validate                     # docs/universal/validation-t1.json
+    python scripts/universal_study.py train --max-turns 3          # writes weights/universal.npz (shipped)
+    python scripts/universal_study.py train --max-turns 1 --out universal-t1.npz
+    python scripts/universal_study.py measure --max-turns 3 --ns 40 --pool-specific 0   # docs/universal/held-out-t3.json
+    python scripts/universal_study.py measure --max-turns 1 --weights universal-t1.npz  # docs/universal/held-out-t1.json
+    python scripts/universal_study.py report --max-turns 3         # the tables of docs/measurements.md
 
 `validate`: every setting is chosen here, on the training models only. They are split again by
 family (VALIDATION_SALT, the same rule as the held-out split, fixed before any run) into fit
 and validation models. Each setting trains on the fit models on the N_CALIBRATION calibration
 tasks; the validation models are profiled on those tasks and every pool of 3-5 of them is
-scored on the other train-split tasks, against its best single agent by profile. With
-`--max-turns 1` it searches GRID and writes the chosen setting; with `--max-turns 3` it scores
-that chosen setting with three turns beside one, which decides whether more turns pay.
+scored on the other train-split tasks, against its best single agent by profile. It searches
+GRID with one turn (a three-turn search would take hours on 2 cores) and writes the chosen
+setting, which both shipped settings use.
 
-`train`: the setting `validate --max-turns 1` chose; the model split of the bundled manifest (whole families held out); the training
-models replay `evalperf-all` on the train split of `evalperf` (all 118 tasks count: pass-rate
+`train`: the setting `validate` chose; the model split of the bundled manifest (whole
+families held out); the training models replay `evalperf-all` on the train split of `evalperf` (all 118 tasks count: pass-rate
 records are graded by their recorded probability); profiles on N_CALIBRATION calibration
 tasks; episodes on pools of 2-6 training models drawn per task and generation.
 
@@ -96,9 +98,10 @@ def chosen_setting() -> dict:
     return json.loads((UNIVERSAL / "validation-t1.json").read_text())["chosen"]
 
 
-def validation_score(setting: dict, max_turns: int, fit: list[str], held: list[str], calibration, scored,
-                     coordinator, grader, agents, scratch: Path) -> dict:
-    """Train on the fit models with `setting`; score every pool of 3-5 validation models."""
+def validation_score(setting: dict, fit: list[str], held: list[str], calibration, scored, coordinator, grader,
+                     agents, scratch: Path) -> dict:
+    """Train on the fit models with `setting` (one turn); score every pool of 3-5 validation models."""
+    max_turns = 1
     settings = TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"], max_turns=max_turns)
     name = "-".join(f"{k}{v}" for k, v in setting.items())
     head = train_universal(calibration, [agents[m] for m in fit], calibration, coordinator, grader, settings,
@@ -123,21 +126,16 @@ def validate_command(args: argparse.Namespace) -> None:
     train_tasks = select_split(tasks, "train")
     calibration = calibration_tasks(train_tasks, N_CALIBRATION)
     scored = [t for t in train_tasks if t not in calibration]
-    if args.max_turns == 1:
-        settings = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
-    else:
-        settings = [chosen_setting()]
     rows = []
-    for setting in settings:
-        rows.append(validation_score(setting, args.max_turns, fit, held, calibration, scored, coordinator, grader,
+    for values in itertools.product(*GRID.values()):
+        rows.append(validation_score(dict(zip(GRID, values)), fit, held, calibration, scored, coordinator, grader,
                                      agents, args.scratch))
         print(json.dumps(rows[-1]), flush=True)
-    result: dict = {"how": f"scripts/universal_study.py validate --max-turns {args.max_turns}", "fit_models": fit,
-                    "validation_models": held, "calibration_tasks": len(calibration), "scored_tasks": len(scored),
-                    "pools": "every pool of 3-5 validation models", "settings": SETTINGS, "rows": rows}
-    if args.max_turns == 1:
-        result["chosen"] = {k: max(rows, key=lambda r: r["universal"])[k] for k in GRID}
-    out = UNIVERSAL / f"validation-t{args.max_turns}.json"
+    result = {"how": "scripts/universal_study.py validate", "fit_models": fit, "validation_models": held,
+              "calibration_tasks": len(calibration), "scored_tasks": len(scored),
+              "pools": "every pool of 3-5 validation models", "settings": SETTINGS, "rows": rows,
+              "chosen": {k: max(rows, key=lambda r: r["universal"])[k] for k in GRID}}
+    out = UNIVERSAL / "validation-t1.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out}")
