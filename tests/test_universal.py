@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from learnable_record import MODELS, OTHER_MODELS, learnable_tasks, program, right, write_learnable
-from test_cli import trinity
+from test_cli import assert_clean_failure, trinity
 
 from trinity_cli.config import load_pool
 from trinity_cli.core.head import UniversalHead
@@ -221,3 +221,7 @@ def test_a_head_with_another_profile_definition_is_refused(saved, tmp_path):
     other.with_suffix(".json").write_text(json.dumps(meta))
     with pytest.raises(ConfigError, match=f"this version measures {DEFINITION!r}"):
         load_head(other)
+
+
+def test_profile_refuses_a_pool_specific_head_with_exit_3(universal):
+    assert_clean_failure(cli(universal, "profile", "--weights", "ldb-mbpp", "--n", "10"), 3, "is a pool-specific head")

@@ -148,7 +148,8 @@ def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadCho
     if missing:
         raise ConfigError(f"weights {path} ({reason}): the universal head routes by profiles, and agents "
                           f"{', '.join(missing)} have none for it: run `trinity profile"
-                          f"{'' if pool.source == BUILTIN_POOL else f' --pool {pool.source}'} --weights {path}`")
+                          f"{'' if pool.source == BUILTIN_POOL else f' --pool {pool.source}'} --weights {path}` "
+                          "(with --tasks naming a task set its agents answer; the default is humaneval)")
     return HeadChoice(path, reason, meta, backbone.transcript_format)
 
 

@@ -65,7 +65,7 @@ def profile(
     head_path = resolve(weights)
     head, meta = load_head(head_path)
     if not is_universal(meta):
-        raise UsageError(f"--weights {weights}: {head_path} is a pool-specific head; profiles are measured for a universal head")
+        raise ConfigError(f"--weights {weights}: {head_path} is a pool-specific head; profiles are measured for a universal head")
     backbone = in_head_format(meta, backbone_of(pool_cfg))
     problems = mismatches(meta, backbone, pool_cfg)
     if problems:  # the states would come from another coordinator than the head's
@@ -87,10 +87,10 @@ def profile(
         settings = {"n": n, "refresh": refresh, "budget_usd": budget_usd}
         with summary_row("profile", f"{tasks}:train", pool_cfg, str(head_path), settings, enabled=not disabled(no_log),
                          warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged:
-            if todo:
+            if todo:  # the agents first: a record that lacks tasks of the set fails before any encoding
+                agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
                 coordinator = memo_coordinator(pool_cfg, caches, transcript_format=backbone.transcript_format)
                 states = problem_states(calibration, coordinator, head)
-                agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
                 done: list[str] = []
                 with runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=default_workers(agents),
                                 coordinators={}, caches=caches, quiet=quiet) as cluster, \
