@@ -355,6 +355,7 @@ def test_solve_answers_a_recorded_tasks_prompt_and_refuses_any_other_problem(use
                                                                ("dear", "worker"), ("dear", "verifier")]
     assert "fails the task's 2 visible tests" in out["turns"][1]["text"]
     assert run_check(C, out["answer"])
+    assert "4 turns · ~$" in solved.stderr  # the replies' tokens were counted, not reported: the $ is estimated
     (user / "other.md").write_text("Write a function that adds two numbers.\n")
     refused = trinity("solve", str(user / "other.md"), "--pool", str(user / "pool.toml"), "--weights", "none", "--no-log",
                       cwd=user)

@@ -159,7 +159,8 @@ class TurnDisplay:
             style = "bold green" if result.verdict == "accepted" else "bold red"
             line = Text("verdict ", style="bold")
             line.append(result.verdict, style=style)
-            line.append(f" · {len(result.turns)} turns · ${result.usd:.4f}")
+            estimated = "~" if any(t.usd_estimated for t in result.turns) else ""
+            line.append(f" · {len(result.turns)} turns · {estimated}${result.usd:.4f}")
             self.console.print(line)
 
     def _stop_live(self) -> None:
