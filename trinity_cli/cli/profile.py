@@ -94,7 +94,7 @@ def profile(
                 done: list[str] = []
                 with runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=default_workers(agents),
                                 coordinators={}, caches=caches, quiet=quiet) as cluster, \
-                        Progress(console=stderr, transient=True, disable=quiet) as progress:
+                        Progress(console=stderr, transient=True, disable=quiet or not stderr.is_terminal) as progress:
                     runner = cluster or LocalRunner(Players(agents, caches.grader))
                     for spec in todo:
                         bar = progress.add_task(spec.name, total=n)
