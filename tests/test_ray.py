@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -184,9 +185,14 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(cluster, tasks_f
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    state = pickle.loads(checkpoint.read_bytes())
+    state["history"][0]["best"] = 123.0  # a mark only the checkpoint holds: a run that ignored it would recompute
+    checkpoint.write_bytes(pickle.dumps(state))
     resumed = run(*flags, "--resume", home=tmp_path / "home")
     assert resumed.returncode == 0, resumed.stderr
     assert same_head(local_sim_head, tmp_path / "h.npz")
+    history = json.loads((tmp_path / "h.json").read_text())["training"]["history"]
+    assert history[0]["best"] == 123.0 and len(history) == 3
 
 
 def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(cluster, tasks_file, tmp_path):
