@@ -131,8 +131,9 @@ HELD_OUT_BYTE_BELOW = 102
 CORRECT_KEPT = 2  # correct programs kept per model and task in evalperf-all (the size of the wheel)
 
 
-def held_out(family: str) -> bool:
-    return hashlib.sha256((FAMILY_SALT + family).encode()).digest()[0] < HELD_OUT_BYTE_BELOW
+def held_out(family: str, salt: str = FAMILY_SALT) -> bool:
+    """The split rule; scripts/universal_study.py splits the training families again with its own salt."""
+    return hashlib.sha256((salt + family).encode()).digest()[0] < HELD_OUT_BYTE_BELOW
 
 
 EVALPERF_ALL = tuple(

@@ -33,7 +33,6 @@ trained on that very pool.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import tempfile
@@ -42,6 +41,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from build_records import held_out
 
 from trinity_cli import bundled
 from trinity_cli.config import load_pool
@@ -71,7 +71,6 @@ POOL_SPECIFIC_SETTINGS = {"project": 4, "sigma0": 0.3}
 SETTINGS = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0}  # the recorded pools' (not searched)
 GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
 VALIDATION_SALT = "trinity-validation-v1:"
-VALIDATION_BYTE_BELOW = 102  # as the held-out split: about 40 % of families
 UNIVERSAL = ROOT / "docs" / "universal"
 
 
@@ -87,10 +86,11 @@ def setup(scratch: Path):
 
 
 def validation_models(split: dict) -> tuple[list[str], list[str]]:
-    """(fit, validation): the training models split by whole families."""
+    """(fit, validation): the training models split by whole families, with the held-out
+    split's rule (scripts/build_records.py) and VALIDATION_SALT."""
     training = set(split["train"])
-    held = {m for family, models in split["families"].items() if set(models) <= training
-            and hashlib.sha256((VALIDATION_SALT + family).encode()).digest()[0] < VALIDATION_BYTE_BELOW for m in models}
+    held = {m for family, models in split["families"].items()
+            if set(models) <= training and held_out(family, VALIDATION_SALT) for m in models}
     return sorted(training - held), sorted(held)
 
 
