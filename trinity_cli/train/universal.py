@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity_cli.core.head import N_ROLES, UniversalHead
+from trinity_cli.core.head import LinearHead, UniversalHead
 from trinity_cli.core.profile import Profile
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.tasks.grading import Grader
@@ -62,20 +62,19 @@ def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, 
     w, u = np.zeros((k, size)), np.zeros(size)
     w[:, PROFILE_EXTRA:] = skill_weight * np.eye(k)
     u[0], u[2] = 1.0, -skill_weight
-    agent_part = START_SHARPNESS * np.concatenate([w.ravel(), u])
-    head = UniversalHead(np.concatenate([agent_part, np.zeros(N_ROLES * k)]), linear.mean, linear.std, linear.basis,
-                         np.zeros((0, size)))
-    return head.with_weights(np.concatenate([agent_part, start_roles(spread, agents[0].name, coordinator, head).ravel()]))
+    roles = start_roles(spread, agents[0].name, coordinator, linear)
+    params = np.concatenate([START_SHARPNESS * w.ravel(), START_SHARPNESS * u, roles.ravel()])
+    return UniversalHead(params, linear.mean, linear.std, linear.basis, np.zeros((0, size)))
 
 
-def start_roles(tasks: Sequence[Task], agent_name: str, coordinator: Any, head: UniversalHead) -> np.ndarray:
+def start_roles(tasks: Sequence[Task], agent_name: str, coordinator: Any, space: LinearHead) -> np.ndarray:
     """(3, k) role weights whose greedy role is START_ROLES[i] at turn i + 1 of synthetic
     transcripts (a ridge fit to ±3 logits): without it a bias-free head starts with uniform roles
     and a multi-turn search spends its first generations learning that a Verifier needs an answer."""
     states, targets = [], []
     for task in tasks:
         for transcript, role in zip(scripted_transcripts(task, [(agent_name, r) for r in START_ROLES[:-1]]), START_ROLES):
-            states.append(head.features(coordinator.encode(transcript).hidden))
+            states.append(space.features(coordinator.encode(transcript).hidden))  # as the universal head's
             targets.append([3.0 if r is role else -3.0 for r in ROLE_ORDER])
     z, y = np.asarray(states), np.asarray(targets)
     return np.linalg.solve(z.T @ z + np.eye(z.shape[1]), z.T @ y).T
