@@ -190,7 +190,7 @@ def measure_command(args: argparse.Namespace) -> None:
             "singles": {m: [rows[f"single:{m}"].expected_pass_at_1, rows[f"single:{m}"].usd_per_task] for m in members}}
         for n in args.ns:
             by_profile = max(members, key=lambda m: profiles[n][m].pass_rate)
-            best, mine = rows[f"single:{by_profile}"], rows[f"n{n}"]
+            best, mine, pipeline = rows[f"single:{by_profile}"], rows[f"n{n}"], rows[f"pipeline:{by_profile}"]
             row[f"n{n}"] = {
                 "universal": mine.expected_pass_at_1, "universal_usd": mine.usd_per_task,
                 "universal_sampled": mine.pass_at_1, "best_by_profile": by_profile,
@@ -198,9 +198,8 @@ def measure_command(args: argparse.Namespace) -> None:
                 "margin_se": paired_margin(mine.expected, best.expected),
                 "diff": [u - b for u, b in zip(mine.expected, best.expected)],
                 # the same agent as Worker and Verifier, over the same turns (a second answer after a REJECT)
-                "best_pipeline": rows[f"pipeline:{by_profile}"].expected_pass_at_1,
-                "best_pipeline_usd": rows[f"pipeline:{by_profile}"].usd_per_task,
-                "margin_vs_pipeline_se": paired_margin(mine.expected, rows[f"pipeline:{by_profile}"].expected),
+                "best_pipeline": pipeline.expected_pass_at_1, "best_pipeline_usd": pipeline.usd_per_task,
+                "margin_vs_pipeline_se": paired_margin(mine.expected, pipeline.expected),
             }
         if index < args.pool_specific:
             fit = train(train_tasks, pool_agents, coordinator, grader,
