@@ -36,4 +36,11 @@ def test_unpriced_paid_agents_make_the_cost_unknown_and_local_ones_are_free():
     assert plan_training(tasks, [local], settings).worst_usd == 0.0
     unknown = plan_training(tasks, [priced, AgentSpec("q", "openai", "m")], settings)
     assert unknown.worst_usd is None and unknown.unpriced == ("q",)
-    assert unknown.episodes == 2 * 3 * 2 and unknown.calls == 2 * 3 * 2 * 2
+    # best-fixed: two one-answer plans (two turns hold no second answer) on the 6 tasks, then the
+    # padded plan's states and the start head; the search: 2 generations × 3 candidates × 2 tasks,
+    # then the head on all 6
+    assert unknown.parts == {"best-fixed": 2 * 6 + 2 * 6, "search": 2 * 3 * 2 + 6}
+    assert unknown.episodes == 42 and unknown.calls == 2 * 6 * 1 + 2 * 6 * 2 + (2 * 3 * 2 + 6) * 2
+    folded = plan_training(tasks, [priced, local], settings, folds=3)  # each run again on 4 of the 6 tasks
+    assert folded.parts["cross-validation"] == 3 * (2 * 4 + 2 * 4 + 2 * 3 * 2 + 4 + 3 * 2)
+    assert folded.worst_usd > plan_training(tasks, [priced, local], settings).worst_usd

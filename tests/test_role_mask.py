@@ -19,7 +19,7 @@ from trinity_cli.core.provider import Prices
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import ConfigError
-from trinity_cli.train.baselines import cascade_plan, oracle_plans, playing
+from trinity_cli.train.fixed import cascade_plan, oracle_plans, playing
 
 T, W, V = Role.THINKER, Role.WORKER, Role.VERIFIER
 

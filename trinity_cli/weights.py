@@ -2,7 +2,9 @@
 
 The sidecar records what a head is only valid for: the backbone GGUF (name + sha256), hidden
 size, token position, transcript format, the agents in logit order (name, provider, model) and
-the role order, plus how it was trained. Which head a run uses is decided in
+the role order, plus how it was trained. A head may also be a fixed plan (`"kind": "plan"`, the
+array `plan` of (agent, role) index pairs, its last step repeated): `train` saves the plan its
+search started from beside the head, and a plan fits any coordinator. Which head a run uses is decided in
 `runtime.choose_policy`; this module finds the heads that fit (`newest_fitting`) and resolves
 a head's name (`resolve`).
 """
@@ -25,6 +27,7 @@ from trinity_cli.errors import ConfigError
 
 FORMAT_VERSION = 1
 UNIVERSAL = "universal"  # metadata `kind` of the pool-agnostic head (core.head.UniversalHead)
+PLAN = "plan"  # metadata `kind` of a fixed plan saved as a routing policy (core.head.PlanPolicy)
 
 
 @dataclass(frozen=True)
@@ -86,16 +89,20 @@ def is_universal(meta: dict[str, Any]) -> bool:
     return meta.get("kind") == UNIVERSAL
 
 
+def is_plan(meta: dict[str, Any]) -> bool:
+    return meta.get("kind") == PLAN
+
+
 def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str]:
     """Each difference as 'what: head has X, this run has Y' (empty when the head fits). A
     universal head fits any pool: its agents come from their profiles."""
     found = []
-    pairs = [
+    pairs = [] if is_plan(meta) else [  # a plan reads no state
         ("backbone sha256", meta.get("backbone", {}).get("sha256"), backbone.sha256),
         ("token position", meta.get("token_position"), backbone.token_position),
         ("transcript format", meta.get("transcript_format"), backbone.transcript_format),
-        ("roles", meta.get("roles"), [r.value for r in ROLE_ORDER]),
     ]
+    pairs.append(("roles", meta.get("roles"), [r.value for r in ROLE_ORDER]))
     if not is_universal(meta):
         pairs += [
             ("agents", meta.get("agents"), agents_signature(pool)),
@@ -152,7 +159,7 @@ def basis_sha256(head: Any) -> str:
 
 
 def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
-    """(LinearHead or unbound UniversalHead, metadata); any unreadable or inconsistent file is a
+    """(LinearHead, unbound UniversalHead or PlanPolicy, metadata); any unreadable or inconsistent file is a
     ConfigError."""
     import numpy as np
 
@@ -168,6 +175,8 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
         raise ConfigError(f"weights {path} cannot be read (corrupt or truncated?): {exc}") from None
     if is_universal(meta):
         return _universal(path, arrays, meta), meta
+    if is_plan(meta):
+        return _plan(path, arrays, meta), meta
     for key in ("weights", "mean", "std"):
         if key not in arrays:
             raise ConfigError(f"weights {path}: array {key!r} is missing")
@@ -217,16 +226,30 @@ def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
     return head
 
 
+def _plan(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
+    """A fixed plan: (agent index, role index) per turn, the last step repeated after it."""
+    from trinity_cli.core.head import PlanPolicy
+
+    steps = arrays.get("plan")
+    n_agents = len(meta.get("agents", []))
+    if (steps is None or steps.ndim != 2 or steps.shape[1] != 2 or not len(steps)
+            or not ((0 <= steps[:, 0]) & (steps[:, 0] < n_agents) & (0 <= steps[:, 1]) & (steps[:, 1] < len(ROLE_ORDER))).all()):
+        raise ConfigError(f"weights {path}: array 'plan' must hold (agent, role) index pairs for its {n_agents} agents")
+    return PlanPolicy(n_agents, tuple((int(a), ROLE_ORDER[int(r)]) for a, r in steps))
+
+
 def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
     """Write arrays and sidecar atomically (temp file + rename), sidecar last."""
     import numpy as np
 
-    from trinity_cli.core.head import UniversalHead
+    from trinity_cli.core.head import PlanPolicy, UniversalHead
 
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, Any]
     if isinstance(head, UniversalHead):
         arrays = {"params": head.params, "mean": head.mean, "std": head.std, "basis": head.basis}
+    elif isinstance(head, PlanPolicy):
+        arrays = {"plan": np.array([[agent, ROLE_ORDER.index(role)] for agent, role in head.plan], dtype=np.int64)}
     else:
         arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
         if head.basis is not None:

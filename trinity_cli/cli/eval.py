@@ -12,18 +12,26 @@ import typer
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
 
-HELP = """Compare a head with the baselines (random, pipeline:<agent>, single:<agent>, cascade, oracle)
-on a split of a task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the
-tasks overlap the head's training split. --json prints the same data as one object.
+HELP = """Compare a head with the baselines on a split of a task set: pass@1 with a 95% interval,
+$ per task and mean turns. Warns when the tasks overlap the head's training split. --json prints
+the same data as one object.
+
+Baselines (--baselines: a comma list of these, or none): random, pipeline (pipeline:<agent>),
+single (single:<agent>), loop (loop:<agent>: that agent answers, the cheapest Verifier checks,
+on REJECT it answers again), cascade, best-fixed (the best sequence of Worker answers with the
+cheapest Verifier between them, chosen on the task set's train split by pass@1 − --cost-weight
+× $/task, then played here; left out with --split train or all), oracle. --max-turns (default:
+the head's training turns) limits the head, loop and best-fixed alike.
 
 --weights takes one head (a path or a name), a comma list, or a directory of heads: several
 heads (say, trained with different --cost-weight) are evaluated on the same tasks, as rows
 trained:<head>, and eval writes their quality/cost curve beside the single agents' points to
 OUT_DIR/eval-curve.csv (and .png with the `plot` extra); --json adds `curve`.
 
-With --budget-usd every row's agent calls (the oracle's many plans too) share that budget; at
-the first call it refuses, eval stops and exits 5 with the rows finished so far, marked
-partial.
+With --budget-usd every row's agent calls (the oracle's and best-fixed's many plans too) share
+that budget; at the first call it refuses, eval stops and exits 5 with the rows finished so
+far, marked partial. --dry-run prints the rows' episodes, agent calls and worst-case $ first,
+and calls nothing.
 
 The run is written to the run log as one summary row (see `trinity logs`), also when it stops
 early; --no-log or TRINITY_NO_LOG=1 turns that off."""
@@ -34,7 +42,10 @@ def eval_command(
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
     split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 3,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Turn limit of the head, loop and best-fixed. Default: the first head's training turns, else 3.")] = None,
+    cost_weight: Annotated[float | None, typer.Option("--cost-weight", min=0.0, help="best-fixed is chosen by pass@1 − this × $/task. Default: the first head's training cost weight, else 0.")] = None,
+    baselines: Annotated[str, typer.Option("--baselines", help="Baseline rows: a comma list of random, pipeline, single, loop, cascade, best-fixed, oracle; or none.")] = "all",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the rows' episodes, agent calls and worst-case $; call and write nothing.")] = False,
     sample: Annotated[int, typer.Option("--sample", min=0, help="Report the mean of N sampled runs instead of greedy.")] = 0,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
@@ -61,28 +72,46 @@ def eval_command(
         warn_if_other_numerics,
     )
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
-    from trinity_cli.train.baselines import HeadUnderTest, evaluate
+    from trinity_cli.train.baselines import FixedOn, HeadUnderTest, evaluate
     from trinity_cli.train.fitness import default_workers
 
     check_ray_flags(ray, ray_workers)
+    kinds = baseline_kinds(baselines)
     pool_cfg = load_run_pool(pool, offline, budget_usd)
     choices = [choose_policy(pool_cfg, name, warn=lambda msg: None) for name in head_names(weights)]
+    training = (choices[0].meta or {}).get("training", {})
+    max_turns = max_turns or training.get("max_turns") or DEFAULT_MAX_TURNS
+    cost_weight = (training.get("cost_weight") or 0.0) if cost_weight is None else cost_weight
     all_tasks = load_tasks(tasks)
     chosen, left_out = gradable(select_split(all_tasks, split))
     if left_out:
         stderr.print(f"note: {left_out}", markup=False)
     if not chosen:
         raise UsageError(f"task set {tasks} has no gradable tasks in its {split} split")
+    fixed_tasks: list[Any] = []
+    if "best-fixed" in kinds:
+        if split in ("train", "all"):
+            stderr.print(f"note: best-fixed is left out: it is chosen on the train split, which --split {split} "
+                         "evaluates on", markup=False)
+        else:
+            fixed_tasks = gradable(select_split(all_tasks, "train"))[0]
+            if not fixed_tasks:
+                stderr.print(f"note: best-fixed is left out: task set {tasks} has no gradable training tasks to "
+                             "choose it on", markup=False)
     for choice in choices:
-        training = (choice.meta or {}).get("training", {})
-        if training.get("tasks") == tasks and split in ("train", "all"):
+        trained_on = (choice.meta or {}).get("training", {})
+        if trained_on.get("tasks") == tasks and split in ("train", "all"):
             stderr.print(f"warning: these tasks overlap the head's training split ({tasks}:train): {choice.source}", markup=False)
+    names = ["trained" if len(choices) == 1 else f"trained:{Path(c.source).stem}" for c in choices]
+    if dry_run:
+        print_eval_plan(chosen, fixed_tasks, pool_cfg.agents, names, max_turns, sample, kinds, budget_usd)
+        return 0
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
     workers = workers or default_workers(agents)
     coordinators: dict[str, Any] = {}  # one per transcript format; `--weights none` needs no GGUF
     heads = []
-    for choice in choices:
+    for choice, name in zip(choices, names):
         coordinator = None
         if choice.policy.needs_hidden:
             if choice.transcript_format not in coordinators:
@@ -91,21 +120,23 @@ def eval_command(
             coordinator = coordinators[choice.transcript_format]
             warn_if_other_numerics(choice, coordinator,
                                    lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
-        name = "trained" if len(choices) == 1 else f"trained:{Path(choice.source).stem}"
-        cost_weight = (choice.meta or {}).get("training", {}).get("cost_weight")
-        heads.append(HeadUnderTest(name, choice.policy, coordinator, cost_weight, choice.transcript_format))
+        head_weight = (choice.meta or {}).get("training", {}).get("cost_weight")
+        heads.append(HeadUnderTest(name, choice.policy, coordinator, head_weight, choice.transcript_format))
     sources = ", ".join(choice.source for choice in choices)
     budget = Budget(budget_usd)
-    settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd}
+    settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd,
+                "cost_weight": cost_weight, "baselines": list(kinds)}
     with summary_row("eval", f"{tasks}:{split}", pool_cfg, sources, settings, enabled=not disabled(no_log),
                      warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged, \
             runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers, coordinators=coordinators,
                        caches=caches) as runner:
         report = evaluate(chosen, agents, heads, caches.grader,
                           max_turns=max_turns, samples=sample, seed=seed, workers=workers,
-                          budget=budget, runner=runner)
+                          budget=budget, runner=runner, baselines=kinds,
+                          fixed_on=FixedOn(fixed_tasks, cost_weight) if fixed_tasks else None)
         rows = report.pop("_rows")
         report["split"] = split
+        report["max_turns"] = max_turns
         logged.done("budget" if report["partial"] else "completed", budget.spent_usd, report, report["error"])
     if json_out:
         print(json.dumps(report, indent=2))
@@ -124,6 +155,41 @@ def eval_command(
     return 0
 
 
+DEFAULT_MAX_TURNS = 3  # eval's turn limit when the head does not say what it was trained with
+
+
+def baseline_kinds(value: str) -> tuple[str, ...]:
+    """--baselines: `all`, `none` or a comma list of row kinds (exit 2 naming an unknown one)."""
+    from trinity_cli.errors import UsageError
+    from trinity_cli.train.baselines import BASELINES
+
+    if value.strip().lower() == "all":
+        return BASELINES
+    if value.strip().lower() == "none":
+        return ()
+    kinds = [kind.strip() for kind in value.split(",")]
+    unknown = [kind for kind in kinds if kind not in BASELINES]
+    if unknown or not all(kinds):
+        raise UsageError(f"--baselines {value!r}: unknown row kind {unknown[0] if unknown else repr('')} "
+                         f"(kinds: {', '.join(BASELINES)}; or all, none)")
+    return tuple(kind for kind in BASELINES if kind in kinds)
+
+
+def print_eval_plan(tasks: list[Any], fixed_tasks: list[Any], agents: Any, heads: list[str], max_turns: int,
+                    samples: int, kinds: tuple[str, ...], budget_usd: float | None) -> None:
+    """--dry-run: every row's episodes, the calls and an upper bound of the cost, on stdout."""
+    from trinity_cli.cli.train import print_cost
+    from trinity_cli.train.plan import plan_evaluation
+
+    plan = plan_evaluation(tasks, fixed_tasks, agents, heads, max_turns=max_turns, samples=samples, baselines=kinds)
+    for row, episodes in plan.parts.items():
+        what = " (chosen among the plans on the train split, then played)" if row == "best-fixed" else ""
+        print(f"{row}: {episodes} episodes{what}")
+    print(f"episodes: {plan.episodes}; agent calls: at most {plan.calls} (episodes × their turn limit; "
+          "cached replies make none)")
+    print_cost(plan, budget_usd, "evaluation")
+
+
 def print_table(report: dict[str, Any], rows: list[Any], title: str) -> None:
     from rich.table import Table
 
@@ -135,9 +201,19 @@ def print_table(report: dict[str, Any], rows: list[Any], title: str) -> None:
         lo, hi = row.ci95()
         table.add_row(row.policy, f"{row.pass_at_1:.3f}", f"{lo:.2f}–{hi:.2f}", f"{row.usd_per_task:.5f}", f"{row.mean_turns:.2f}")
     stderr.print(table)
+    if report["best_fixed"] is not None:
+        fixed = report["best_fixed"]
+        plan = " → ".join(f"{agent} {role}" for agent, role in fixed["plan"])
+        stderr.print(f"best-fixed: {plan} (chosen on {fixed['train_tasks']} train-split tasks, fitness "
+                     f"{fixed['train_fitness']:.4f} at cost weight {fixed['cost_weight']:g})", markup=False)
     if report["rel_err_reduction_vs_best_single"] is not None:
         stderr.print(f"relative error reduction vs best single ({report['best_single']}): "
                      f"{report['rel_err_reduction_vs_best_single']:.1%}", markup=False)
+    margins = report["paired_margin_se"]
+    if margins:
+        stderr.print("paired margins of the first head (SE): " + ", ".join(
+            f"{key.removeprefix('vs_').replace('_', ' ')} {'n/a' if value is None else f'{value:+.2f}'}"
+            for key, value in margins.items()), markup=False)
 
 
 def head_names(weights: str) -> list[str]:

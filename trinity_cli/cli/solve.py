@@ -44,7 +44,7 @@ def solve(
     problem: Annotated[str, typer.Argument(help="Problem file, or - to read stdin.")],
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Head .npz path or name, or 'none'.")] = None,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn limit.")] = 5,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Turn limit. Default: the head's training turns, else 5.")] = None,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     jsonl_out: Annotated[bool, typer.Option("--jsonl", help="Print one JSON event per line as it happens.")] = False,
@@ -58,7 +58,7 @@ def solve(
 ) -> int:
     from trinity_cli.cli.display import JsonlWriter, TurnDisplay, episode_json, fan_out
     from trinity_cli.core.budget import Budget
-    from trinity_cli.core.episode import run_episode
+    from trinity_cli.core.episode import DEFAULT_MAX_TURNS, run_episode
     from trinity_cli.core.transcript import Problem
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
@@ -80,6 +80,7 @@ def solve(
     pool_cfg = load_run_pool(pool, offline, budget_usd)
     warn = (lambda msg: None) if quiet else (lambda msg: stderr.print(f"warning: {msg}", markup=False))
     choice = choose_policy(pool_cfg, weights, warn)
+    max_turns = max_turns or (choice.meta or {}).get("training", {}).get("max_turns") or DEFAULT_MAX_TURNS
     agents = build_agents(pool_cfg.agents, coordinator_model=pool_cfg.coordinator.model, problem=text)
     coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
     warn_if_other_numerics(choice, coordinator, warn)

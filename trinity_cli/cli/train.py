@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,14 +18,33 @@ if TYPE_CHECKING:
     from trinity_cli.train.es import TrainSettings
 
 
+@dataclass(frozen=True)
+class _Defaults:  # train.es.TrainSettings' defaults, without importing numpy for --help
+    generations: int = 30
+    popsize: int = 16
+    sigma0: float = 0.1
+    max_turns: int = 5
+    project: int = 8
+
+
+DEFAULTS = _Defaults()
+
+
 HELP = """Evolve the routing head with sep-CMA-ES on the task set's train split.
 
+The search starts from best-fixed, the best hand-built plan on the training tasks (a sequence
+of Worker answers with the cheapest Verifier between them), and scores every candidate
+exactly, greedily, on every training task (--batch-size: fewer a generation). Then --folds K
+cross-validation (default 5) trains again without each fold and compares head and plan on it.
+
 Writes OUT (.npz; by default `<pool>-<tasks>.npz` in the user heads folder, where solve
-finds it) with its .json metadata, OUT.csv (the training curve; OUT.png too with the
-`plot` extra) and OUT.ckpt (a
-checkpoint after every generation; --resume continues from it). Every agent call goes through
-a disk cache, so a second run on the same tasks makes no provider calls. Exit codes as for
-solve: 2 bad tasks or flags, 3 configuration, 4 provider error, 5 stopped for budget.
+finds it) with its .json metadata, OUT-plan.npz (the starting plan, a routing policy that
+solve --weights accepts), OUT.csv (the training curve; OUT.png too with the `plot` extra) and
+OUT.ckpt (a checkpoint after every generation; --resume continues from it). When the
+cross-validated head is below its plan (training.below_start), solve routes with the plan
+unless the head is named. Every agent call goes through a disk cache, so a second run on the
+same tasks makes no provider calls. Exit codes as for solve: 2 bad tasks or flags, 3
+configuration, 4 provider error, 5 stopped for budget.
 
 --dry-run prints the run's episodes, agent calls and an upper bound of its $ on stdout, then
 exits without loading the coordinator, calling an agent or writing a file.
@@ -37,14 +57,15 @@ def train(
     out: Annotated[Path | None, typer.Option("--out", help="Where to write the head (.npz). Default: the user heads folder, where solve finds it.")] = None,
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
-    generations: Annotated[int, typer.Option("--generations", min=1)] = 20,
-    popsize: Annotated[int, typer.Option("--popsize", min=2)] = 8,
-    sigma0: Annotated[float, typer.Option("--sigma0", min=1e-6)] = 0.03,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
+    generations: Annotated[int, typer.Option("--generations", min=1)] = DEFAULTS.generations,
+    popsize: Annotated[int, typer.Option("--popsize", min=2)] = DEFAULTS.popsize,
+    sigma0: Annotated[float, typer.Option("--sigma0", min=1e-6)] = DEFAULTS.sigma0,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Tasks each generation. Default: all the training tasks.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 3,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = DEFAULTS.max_turns,
     cost_weight: Annotated[float, typer.Option("--cost-weight", min=0.0, help="Fitness −= this × mean $ per task.")] = 0.0,
-    project: Annotated[int | None, typer.Option("--project", min=1, help="Head over the top K principal components.")] = None,
+    project: Annotated[int | None, typer.Option("--project", min=1, help="Head over the top K principal components of the states.")] = DEFAULTS.project,
+    folds: Annotated[int, typer.Option("--folds", min=0, help="Cross-validate head against plan over K folds of the training tasks (0: skip).")] = 5,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0)] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the disk caches.")] = False,
@@ -57,7 +78,9 @@ def train(
     ray_workers: RayWorkers = None,
 ) -> int:
     from trinity_cli.cli.progress import GenerationDisplay
-    from trinity_cli.errors import ConfigError, UsageError
+    from trinity_cli.core.budget import Budget
+    from trinity_cli.core.head import PlanPolicy
+    from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
@@ -68,9 +91,11 @@ def train(
     )
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
-    from trinity_cli.train.es import STATS_TASKS, STATS_TURNS, TrainSettings
+    from trinity_cli.train.crossval import cross_validate
+    from trinity_cli.train.es import TrainSettings, new_forest
     from trinity_cli.train.es import train as run_training
     from trinity_cli.train.fitness import default_workers
+    from trinity_cli.train.fixed import padded
     from trinity_cli.weights import metadata_for, save_head
 
     check_ray_flags(ray, ray_workers)
@@ -87,11 +112,12 @@ def train(
     train_tasks, left_out = gradable(select_split(all_tasks, "train"))
     if left_out and not quiet:
         stderr.print(f"note: {left_out}", markup=False)
-    if len(train_tasks) < 2:
-        raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least 2 are needed")
+    if len(train_tasks) < max(2, folds):
+        raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least {max(2, folds)} are needed"
+                         f"{' (one per --folds)' if folds > 2 else ''}")
     settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd)
     if dry_run:
-        print_plan(train_tasks, pool_cfg.agents, settings)
+        print_plan(train_tasks, pool_cfg.agents, settings, folds)
         return 0
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
@@ -101,39 +127,80 @@ def train(
     display = GenerationDisplay(stderr, caches, coordinator, quiet)
     logged = summary_row("train", f"{tasks}:train", pool_cfg, str(out), settings.__dict__, enabled=not disabled(no_log),
                          warn=lambda msg: stderr.print(f"warning: {msg}", markup=False))
-    if not quiet and not resume:
-        n_states = min(STATS_TASKS, len(train_tasks)) * STATS_TURNS
-        stderr.print(f"writing {out}; first the {n_states} coordinator states that set the head's normalisation "
-                     "(memoized: quick on a rerun)", markup=False, highlight=False)
+    say = (lambda msg: None) if quiet else (lambda msg: stderr.print(msg, markup=False, highlight=False))
+    if not resume:
+        say(f"writing {out}; first best-fixed, the start: every plan of Worker answers with the cheapest Verifier "
+            f"between them, on {len(train_tasks)} training tasks (each turn made and graded once; quick on a rerun)")
     cluster = runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers,
                          coordinators={backbone.transcript_format: coordinator}, caches=caches, quiet=quiet)
+    validation = None
+    budget = Budget(budget_usd)
     with logged as summary, cluster as runner, display:
-        result = run_training(
-            train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
-            resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
-                         "transcript_format": backbone.transcript_format, "numerics": coordinator.numerics},
-            on_generation=display.update, workers=workers, runner=runner,
-        )
+        forest = new_forest(agents, coordinator, caches.grader, settings.max_turns, workers, runner)
+        try:
+            result = run_training(
+                train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
+                resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
+                             "transcript_format": backbone.transcript_format, "numerics": coordinator.numerics},
+                on_generation=display.update, forest=forest, budget=budget,
+                on_start=lambda start: say(start_line(start, agents)),
+            )
+            if folds and not result.stopped_for_budget:
+                say(f"cross-validating over {folds} folds: the plan re-chosen and the head trained again without each")
+                validation = cross_validate(train_tasks, agents, coordinator, caches.grader, settings, folds, forest,
+                                            budget, on_fold=lambda fold, _: say(f"fold {fold}/{folds} done"))
+        except BudgetExceeded as refused:
+            summary.done("budget", budget.spent_usd, {"tasks": tasks, "out": str(out)}, refused.message)
+            raise BudgetExceeded(f"{refused.message} (before any head was made: nothing written)") from None
         summary.done("budget" if result.stopped_for_budget else "completed", result.spent_usd,
                      {"tasks": tasks, "n_tasks": len(train_tasks), "out": str(out), "generations": len(result.history),
                       "best_fitness": result.best_fitness, "spent_usd": result.spent_usd,
                       "stopped_for_budget": result.stopped_for_budget, "history": result.history})
-    meta = metadata_for(
-        backbone, pool_cfg, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
-        training={"tasks": tasks, "split": "train", "n_tasks": len(train_tasks), **settings.__dict__,
-                  "final_best_fitness": result.best_fitness, "spent_usd": result.spent_usd,
-                  "history": result.history, "stopped_for_budget": result.stopped_for_budget},
-    )
+    below_start = None if validation is None else validation.below_start
+    training = {"tasks": tasks, "split": "train", "n_tasks": len(train_tasks), **settings.__dict__, "folds": folds,
+                "final_best_fitness": result.best_fitness, "fitness": result.fitness, "spent_usd": result.spent_usd,
+                "start": result.start.as_json(agents), "below_start": below_start,
+                "validation": None if validation is None else validation.as_json(),
+                "history": result.history, "stopped_for_budget": result.stopped_for_budget}
+    meta = metadata_for(backbone, pool_cfg, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
+                        training=training, **({"auto_select": False} if below_start else {}))
     save_head(out, result.head, meta)
+    plan_out = plan_path(out)
+    save_head(plan_out, PlanPolicy(len(agents), padded(result.start.plan.plan, agents, settings.max_turns)),  # type: ignore[union-attr]
+              metadata_for(backbone, pool_cfg, coordinator.hidden_size, kind="plan", trained=True,
+                           training={**training, "history": [], "plan_of": str(out)},
+                           **({} if below_start else {"auto_select": False})))
     write_curve(out.with_suffix(".csv"), result.history)
     plotted = plot_curve(out.with_suffix(".png"), result.history)
     overrun = result.budget.overrun_warning() if result.budget else None
-    if overrun and not quiet:
-        stderr.print(f"warning: {overrun}", markup=False)
-    if not quiet:
-        stderr.print(f"wrote {out} (+ .json, .csv{', .png' if plotted else ''}); {caches.report()}; coordinator passes saved by the memo: "
-                     f"{coordinator.saved_fraction:.0%}", markup=False)
+    if overrun:
+        say(f"warning: {overrun}")
+    say(f"head: fitness {result.fitness:.4f} on the training tasks (start {result.start.fitness:.4f})")
+    if validation is not None:
+        margin = validation.margin_se
+        say(f"cross-validated ({folds} folds): head {validation.as_json()['head_fitness']:.4f} vs its plan "
+            f"{validation.as_json()['plan_fitness']:.4f} ({'n/a' if margin is None else f'{margin:+.2f}'} SE; "
+            f"choices differ on {validation.differing} of {len(train_tasks)} tasks)")
+        if below_start:
+            say(f"the head is below its starting plan: solve routes with the plan {plan_out} unless the head is named")
+    say(f"wrote {out} and {plan_out.name} (+ .json, .csv{', .png' if plotted else ''}); {caches.report()}; "
+        f"coordinator passes saved by the memo: {coordinator.saved_fraction:.0%}")
     return 5 if result.stopped_for_budget else 0
+
+
+def start_line(start: Any, agents: Any) -> str:
+    """Where the search starts, for stderr."""
+    from trinity_cli.train.fixed import describe
+
+    plan = " → ".join(f"{agent} {role}" for agent, role in describe(start.plan.plan, agents))
+    return (f"start: best-fixed {plan} (fitness {start.plan.fitness:.4f} on the training tasks); the start head "
+            f"repeats {start.agreement:.0%} of its decisions and scores {start.fitness:.4f} "
+            f"(the plan padded with Verifier turns: {start.plan_fitness:.4f})")
+
+
+def plan_path(out: Path) -> Path:
+    """Where train saves the plan its search started from, beside the head."""
+    return out.with_name(f"{out.stem}-plan.npz")
 
 
 def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
@@ -162,21 +229,29 @@ def unfinished(out: Path) -> bool:
     return checkpoint.exists() and not (out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime)
 
 
-def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: TrainSettings) -> None:
+def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: TrainSettings, folds: int) -> None:
     """--dry-run: the run's size and an upper bound of its cost, on stdout."""
     from trinity_cli.train.plan import plan_training
 
-    plan = plan_training(tasks, agents, settings)
-    print(f"episodes: {plan.episodes} (generations × candidates × tasks a generation = "
-          f"{settings.generations} × {settings.popsize} × {min(settings.batch_size, len(tasks))})")
-    print(f"agent calls: at most {plan.calls} (episodes × --max-turns {settings.max_turns}; cached replies make none)")
+    plan = plan_training(tasks, agents, settings, folds)
+    batch = len(tasks) if settings.batch_size is None else min(settings.batch_size, len(tasks))
+    print(f"episodes: {plan.episodes}: best-fixed and the start {plan.parts.get('best-fixed', 0)}, the search "
+          f"{plan.parts.get('search', 0)} (generations × candidates × tasks a generation = {settings.generations} × "
+          f"{settings.popsize} × {batch}, then the head), cross-validation {plan.parts.get('cross-validation', 0)} "
+          f"(--folds {folds})")
+    print(f"agent calls: at most {plan.calls} (episodes × their turn limit; each distinct turn is made once, "
+          "and cached replies make none)")
+    print_cost(plan, settings.budget_usd, "run")
+
+
+def print_cost(plan: Any, budget_usd: float | None, what: str) -> None:
     if plan.worst_usd is None:
         print(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
     else:
         print(f"worst case: ${plan.worst_usd:.4f} (an upper bound: every call at max_tokens, the longest "
               "prompt the transcript allows, every retry billed)")
-    if settings.budget_usd is not None:
-        print(f"--budget-usd: the run stops before spend could exceed ${settings.budget_usd:g}")
+    if budget_usd is not None:
+        print(f"--budget-usd: the {what} stops before spend could exceed ${budget_usd:g}")
     print("dry run: nothing was called or written")
 
 

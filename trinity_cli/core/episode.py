@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from trinity_cli.core.events import (
     TurnStarted,
     ignore,
 )
-from trinity_cli.core.head import Policy, decide, role_at
+from trinity_cli.core.head import Choice, Policy, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
 from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.roles import (
@@ -129,7 +130,13 @@ def next_decision(
             raise ValueError("this policy needs a coordinator")
         encoding = coordinator.encode(state.transcript)
         hidden, seconds, tokens = encoding.hidden, encoding.seconds, encoding.tokens
-    choice = policy.choose(hidden, state.next_turn)
+    return decision_from(state, policy.choose(hidden, state.next_turn), draws, seconds, tokens)
+
+
+def decision_from(state: EpisodeState, choice: Choice, draws: tuple[float, float] | None = None,
+                  seconds: float = 0.0, tokens: int = 0) -> Decision:
+    """The turn's (agent, role) from the policy's probabilities: the mask, a Thinker's named role
+    and greedy or sampled choice applied (`core.head.decide`)."""
     forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
     chosen = decide(choice, state.mask, draws, forced)
     return Decision(
@@ -248,44 +255,9 @@ def run_episode(
         while not state.done:
             draws = None if rng is None else (float(rng.random()), float(rng.random()))
             decision = next_decision(state, coordinator, policy, draws)
-            request = request_for(state, decision)
-            if request is None:
-                apply(state, decision, None)
-                break
             agent = agents[decision.agent_index]
-            spend = CallSpend(budget, agent.worst_case_usd(request))
-            try:
-                spend.reserve()
-            except BudgetExceeded as exc:
-                state.verdict, state.error = BUDGET, exc.message
-                break
-            on_event(TurnStarted(decision))
-            started = time.perf_counter()
-            stream = _stream_turn(coordinator, policy, agent, state, decision)
-
-            def on_text(text: str, turn: int = decision.turn, stream: TurnStream | None = stream) -> None:
-                on_event(TextDelta(turn, text))
-                if stream is not None:
-                    stream.feed(text)
-
-            try:  # each retry settles the failed attempt and reserves again (spend.retry)
-                reply = agent.provider.complete(request, on_text=on_text, on_retry=spend.retry)
-            except ProviderError as exc:
-                spend.settle_failed(exc)  # at the worst case if it may have been billed
-                state.verdict, state.error = PROVIDER_ERROR, exc.message
-                break
-            except BudgetExceeded as exc:  # a retry the budget refused
-                state.verdict, state.error = BUDGET, exc.message
-                break
-            finally:
-                if stream is not None:
-                    stream.finish()
-            if reply.seconds <= 0:
-                reply = _with_seconds(reply, time.perf_counter() - started)
-            spend.settle(reply.usd)
-            record = apply(state, decision, reply)
-            if record is not None:
-                on_event(TurnFinished(record))
+            take_turn(state, decision, agent, budget, on_event=on_event,
+                      begin_stream=partial(_stream_turn, coordinator, policy, agent, state, decision))
             outcome = apply_check(state, check)
             if outcome is not None:
                 on_event(CheckFinished(decision.turn, outcome))
@@ -294,6 +266,57 @@ def run_episode(
     result = result_of(state)
     on_event(EpisodeFinished(result))
     return result
+
+
+def take_turn(
+    state: EpisodeState,
+    decision: Decision,
+    agent: Agent,
+    budget: Budget,
+    *,
+    on_event: EventSink = ignore,
+    begin_stream: Callable[[], TurnStream | None] = lambda: None,
+) -> TurnRecord | None:
+    """The decision's agent call, folded into `state`; None when no turn was added (the episode
+    then ended: `no_answer`, `budget` or `provider_error`)."""
+    request = request_for(state, decision)
+    if request is None:
+        apply(state, decision, None)
+        return None
+    spend = CallSpend(budget, agent.worst_case_usd(request))
+    try:
+        spend.reserve()
+    except BudgetExceeded as exc:
+        state.verdict, state.error = BUDGET, exc.message
+        return None
+    on_event(TurnStarted(decision))
+    started = time.perf_counter()
+    stream = begin_stream()
+
+    def on_text(text: str) -> None:
+        on_event(TextDelta(decision.turn, text))
+        if stream is not None:
+            stream.feed(text)
+
+    try:  # each retry settles the failed attempt and reserves again (spend.retry)
+        reply = agent.provider.complete(request, on_text=on_text, on_retry=spend.retry)
+    except ProviderError as exc:
+        spend.settle_failed(exc)  # at the worst case if it may have been billed
+        state.verdict, state.error = PROVIDER_ERROR, exc.message
+        return None
+    except BudgetExceeded as exc:  # a retry the budget refused
+        state.verdict, state.error = BUDGET, exc.message
+        return None
+    finally:
+        if stream is not None:
+            stream.finish()
+    if reply.seconds <= 0:
+        reply = _with_seconds(reply, time.perf_counter() - started)
+    spend.settle(reply.usd)
+    record = apply(state, decision, reply)
+    if record is not None:
+        on_event(TurnFinished(record))
+    return record
 
 
 def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision) -> TurnStream | None:

@@ -2,7 +2,8 @@
 
 The format is documented in `trinity_cli/bundled.py` (JSON Lines, gzip allowed). Every line is
 checked: a bad one is a ConfigError (exit 3) naming `file:line` and what is wrong, so a user's
-record fails before any episode runs, never halfway through a training run.
+record fails before any episode runs, never halfway through a training run. An empty `code` is
+not bad: real models sometimes return nothing, and that answer is replayed, and fails.
 """
 
 from __future__ import annotations
@@ -137,9 +138,11 @@ def _checked(raw: dict[str, Any], where: str) -> dict[str, Any]:
         if key not in allowed:
             raise ConfigError(f"{where}: unknown field {key!r} (a program line has {', '.join(PROGRAM_KEYS)}; "
                               f"a pass-rate line has {', '.join(RATE_KEYS)})")
-    for key in ("model", "task_id", *(("code",) if "pass_rate" not in raw else ())):
+    for key in ("model", "task_id"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise ConfigError(f"{where}: field {key!r} is missing or not a non-empty string")
+    if "pass_rate" not in raw and not isinstance(raw.get("code"), str):  # "" is an answer: a model that returned nothing
+        raise ConfigError(f"{where}: field 'code' is missing or not a string")
     for key in ("sample", "round", "tokens_in", "tokens_out"):
         if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 0):
             raise ConfigError(f"{where}: field {key!r} must be an integer, zero or more (got {raw[key]!r})")

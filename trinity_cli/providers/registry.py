@@ -52,7 +52,7 @@ def build_agents(
 
     Replay agents (recorded answers) count tokens with the coordinator's tokenizer
     (`coordinator_model`, the pool's [coordinator] model), skip the cache (their replies are
-    a function of the request and the record), and are checked here: given `tasks` (train,
+    a function of the request and the record; only their verdicts are stored, by content), and are checked here: given `tasks` (train,
     eval), their record must cover every task; given `problem` (solve), it must be a recorded
     task's prompt. Either failure is exit 3 before any episode runs."""
     by_id = {t.task_id: t for t in tasks}
@@ -63,7 +63,7 @@ def build_agents(
         if spec.provider == "replay":
             from trinity_cli.providers.replay import reply_token_bound
 
-            provider: Provider = _replay(spec, by_id, coordinator_model, tasks, problem)
+            provider: Provider = _replay(spec, by_id, coordinator_model, tasks, problem, store)
             max_tokens = reply_token_bound(spec)  # the budget's bound on a recorded reply
         else:
             provider = build_provider(spec, by_id)
@@ -75,10 +75,10 @@ def build_agents(
 
 
 def _replay(spec: AgentSpec, by_id: Mapping[str, Task], coordinator_model: str, tasks: Sequence[Task],
-            problem: str | None) -> ReplayProvider:
+            problem: str | None, store: ResponseStore | None) -> ReplayProvider:
     from trinity_cli.providers.replay import ReplayProvider, coordinator_tokens
 
-    provider = ReplayProvider(spec, by_id, coordinator_tokens(coordinator_model))
+    provider = ReplayProvider(spec, by_id, coordinator_tokens(coordinator_model), store)
     if tasks:
         provider.require(tasks)
     if problem is not None:

@@ -24,7 +24,8 @@ Verifier only (the records hold no plans).
 - Verifier: runs the task's visible tests (`Task.visible_tests`, else the doctest examples
   of its prompt) on the latest program in the sandbox and answers ACCEPT or REJECT with a
   one-line reason; with neither, it accepts any program that parses, saying it checked
-  nothing.
+  nothing. The verdict is a function of the task and the program alone, so with a response
+  store it is kept there under a key of exactly those (and the grader's version), never stale.
 
 Cost: tokens as the record gives them, else counted with the coordinator's tokenizer: in, the
 request as trinity sends it (system + user message); out, the reply. A Verifier turn is billed
@@ -35,14 +36,16 @@ Task lookup: train and eval build agents with the task set and `require` that th
 covers every task; `solve` `bind`s the problem text to the recorded task whose prompt it is
 (whitespace-normalised; the built-in task sets' prompts), else exit 3.
 
-Replies are a pure function of the request and the record, so the response cache is not used
-(registry): a record that changed on disk can never be answered from a stale cache.
+Worker replies are a pure function of the request and the record, so the response cache does
+not wrap this provider (registry): a record that changed on disk can never be answered from a
+stale cache. Only the Verifier's verdicts are stored, by content.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,9 +55,10 @@ from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCal
 from trinity_cli.core.roles import Role, syntax_error
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import ConfigError
+from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.record_file import load_record
 from trinity_cli.providers.sim import mutants
-from trinity_cli.tasks.grading import Tests, grade, task_tests
+from trinity_cli.tasks.grading import GRADER_VERSION, Tests, grade, task_tests
 from trinity_cli.tasks.sandbox import Limits
 from trinity_cli.tasks.taskset import Task
 
@@ -67,7 +71,8 @@ _FAILING_LOCK = threading.Lock()
 
 
 class ReplayProvider:
-    def __init__(self, spec: AgentSpec, tasks: Mapping[str, Task], count_tokens: TokenCounter) -> None:
+    def __init__(self, spec: AgentSpec, tasks: Mapping[str, Task], count_tokens: TokenCounter,
+                 store: ResponseStore | None = None) -> None:
         self.spec = spec
         self.record = load_record(Path(spec.record or ""))
         if spec.model not in self.record.models:
@@ -76,6 +81,7 @@ class ReplayProvider:
         self.prices = Prices(spec.price_in or 0.0, spec.price_out or 0.0)
         self.tasks = dict(tasks)
         self.count_tokens = count_tokens
+        self.store = store  # verdicts, by content
         self.bound: Task | None = None  # solve: the recorded task the problem text is
         self._verdicts: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
@@ -170,10 +176,20 @@ class ReplayProvider:
         with self._lock:
             known = self._verdicts.get(key)
         if known is None:
-            known = visible_test_verdict(task, candidate)
+            stored_key = verdict_key(task, candidate)
+            stored = None if self.store is None else self.store.get(stored_key)
+            known = stored.text if stored is not None else visible_test_verdict(task, candidate)
+            if self.store is not None and stored is None:
+                self.store.put(stored_key, Reply(known, 0, 0, 0.0, 0.0))
             with self._lock:
                 self._verdicts[key] = known
         return known
+
+
+def verdict_key(task: Task, candidate: str) -> str:
+    """What a visible-test verdict depends on: the grader, the task's visible tests and prompt, the program."""
+    parts = ["replay-verdict", GRADER_VERSION, task.task_id, task.prompt, list(task.visible_tests), candidate]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def reply_token_bound(spec: AgentSpec) -> int:

@@ -36,7 +36,17 @@ from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
+from trinity_cli.train.fixed import (
+    FixedPlan,
+    best_fixed,
+    cascade_plan,
+    describe,
+    loop_plan,
+    oracle_plans,
+    playing,
+)
 from trinity_cli.train.runner import Episode, LocalRunner, OracleTask, Players, Runner
+from trinity_cli.train.tree import Forest
 
 SCHEMA_VERSION = 1
 
@@ -98,29 +108,6 @@ def paired_margin(a: Sequence[float], b: Sequence[float]) -> float:
     return 0.0 if d.mean() == 0 else math.copysign(math.inf, d.mean())
 
 
-def playing(agents: Sequence[Any], role: Role) -> list[int]:
-    return [i for i, agent in enumerate(agents) if role in agent.roles]
-
-
-def cascade_plan(agents: Sequence[Any]) -> tuple[tuple[int, Role], ...]:
-    """Workers from the cheapest up, each answer followed by the cheapest Verifier."""
-    def price(i: int) -> float:
-        prices = agents[i].prices
-        return (prices.price_in or 0.0) + (prices.price_out or 0.0)
-
-    verifiers = sorted(playing(agents, Role.VERIFIER), key=price)
-    plan: list[tuple[int, Role]] = []
-    for worker in sorted(playing(agents, Role.WORKER), key=price):
-        plan += [(worker, Role.WORKER)] + ([(verifiers[0], Role.VERIFIER)] if verifiers else [])
-    return tuple(plan)
-
-
-def oracle_plans(agents: Sequence[Any]) -> list[tuple[tuple[int, Role], ...]]:
-    """Every agent's Worker answer alone, then after every agent's Thinker turn."""
-    workers, thinkers = playing(agents, Role.WORKER), playing(agents, Role.THINKER)
-    return [((w, Role.WORKER),) for w in workers] + [((t, Role.THINKER), (w, Role.WORKER)) for t in thinkers for w in workers]
-
-
 def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], runner: Runner, budget: Budget | None) -> Row:
     solved = runner.map([OracleTask(task, tuple(oracle_plans(agents))) for task in tasks], budget)
     return Row("oracle", tuple(float(s[0]) for s in solved), sum(s[1] for s in solved) / len(tasks),
@@ -138,33 +125,84 @@ class HeadUnderTest:
     reader: str = CURRENT_FORMAT.id  # the coordinator's transcript format (runner.Episode.reader)
 
 
+BASELINES = ("random", "pipeline", "single", "loop", "cascade", "best-fixed", "oracle")  # row kinds, in table order
+
+
+@dataclass(frozen=True)
+class FixedOn:
+    """Where `best-fixed` is chosen: the train split of the task set, and the cost weight of
+    its fitness."""
+
+    tasks: Sequence[Task]
+    cost_weight: float = 0.0
+
+
+def rows_to_compute(
+    tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], *, max_turns: int,
+    samples: int = 0, seed: int = 0, baselines: Sequence[str] = BASELINES,
+) -> list[tuple[str, Any, int, tuple[int, ...] | None, int]]:
+    """(row, policy, turn limit, agents, sampled runs) of each row played on the eval tasks, in
+    table order (`best-fixed` is chosen first: `best_fixed_row`; the oracle: `oracle_row`)."""
+    n = len(agents)
+    rows: list[tuple[str, Any, int, tuple[int, ...] | None, int]] = [
+        (head.name, head.policy, max_turns, None, samples) for head in heads]
+    if "random" in baselines:
+        rows.append(("random", RandomPolicy(n), max_turns, None, max(1, samples)))
+    if "pipeline" in baselines:
+        rows += [(f"pipeline:{agent.name}", PipelinePolicy(1, role_mask([agent.roles])),
+                  max(len(agent.roles), max_turns), (i,), 0)
+                 for i, agent in enumerate(agents) if Role.WORKER in agent.roles]
+    if "single" in baselines:
+        rows += [(f"single:{agents[i].name}", PlanPolicy(n, ((i, Role.WORKER),)), 1, None, 0)
+                 for i in playing(agents, Role.WORKER)]
+    if "loop" in baselines:
+        loops = [(i, loop_plan(agents, i, max_turns)) for i in playing(agents, Role.WORKER)]
+        rows += [(f"loop:{agents[i].name}", PlanPolicy(n, plan), len(plan), None, 0) for i, plan in loops]
+    if "cascade" in baselines:
+        cascade = cascade_plan(agents)
+        rows.append(("cascade", PlanPolicy(n, cascade), len(cascade), None, 0))
+    return rows
+
+
+def best_fixed_row(tasks: Sequence[Task], agents: Sequence[Any], fixed_on: FixedOn, runner: Runner,
+                   budget: Budget | None, *, max_turns: int) -> tuple[Row, FixedPlan]:
+    """`best-fixed`: chosen on `fixed_on.tasks` (the family's plans on a forest, which makes
+    each node's call once), then played on `tasks`."""
+    forest = Forest(runner, max_turns)
+    chosen = best_fixed(lambda episodes: forest.play(episodes, budget), fixed_on.tasks, agents, max_turns,
+                        fixed_on.cost_weight)
+    plan = chosen.plan
+    return run_policy("best-fixed", tasks, PlanPolicy(len(agents), plan), runner, budget, max_turns=len(plan)), chosen
+
+
 def evaluate(
     tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], grader: Grader,
     *, max_turns: int, samples: int = 0, seed: int = 0, workers: int = 1,
     on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None, runner: Runner | None = None,
+    baselines: Sequence[str] = BASELINES, fixed_on: FixedOn | None = None,
 ) -> dict[str, Any]:
-    """The heads' rows first, then the baselines; the summary compares the first head. `runner`
-    plays the episodes (default: here, `workers` at a time)."""
-    n = len(agents)
-    cascade = cascade_plan(agents)
+    """The heads' rows first, then the baselines (`baselines`: which kinds); the summary
+    compares the first head. `best-fixed` needs `fixed_on` (without it the row is left out).
+    `runner` plays the episodes (default: here, `workers` at a time)."""
     budget = budget or Budget()
     runner = runner or LocalRunner(
         Players(agents, grader, {h.reader: h.coordinator for h in heads if h.coordinator is not None}), workers)
-    common: dict[str, Any] = {"runner": runner, "budget": budget}
+    readers = {head.name: None if head.coordinator is None else head.reader for head in heads}
     pending: list[Callable[[], Row]] = [
-        *[partial(run_policy, head.name, tasks, head.policy, max_turns=max_turns,
-                  reader=None if head.coordinator is None else head.reader,
-                  samples=samples, seed=seed, **common) for head in heads],
-        partial(run_policy, "random", tasks, RandomPolicy(n), max_turns=max_turns,
-                samples=max(1, samples), seed=seed, **common),
-        *[partial(run_policy, f"pipeline:{agent.name}", tasks, PipelinePolicy(1, role_mask([agent.roles])),
-                  max_turns=max(len(agent.roles), max_turns), agents=(i,), **common)
-          for i, agent in enumerate(agents) if Role.WORKER in agent.roles],
-        *[partial(run_policy, f"single:{agents[i].name}", tasks, PlanPolicy(n, ((i, Role.WORKER),)), max_turns=1, **common)
-          for i in playing(agents, Role.WORKER)],
-        partial(run_policy, "cascade", tasks, PlanPolicy(n, cascade), max_turns=len(cascade), **common),
-        partial(oracle_row, tasks, agents, **common),
-    ]
+        partial(run_policy, name, tasks, policy, runner, budget, max_turns=turns, agents=indices,
+                reader=readers.get(name), samples=runs, seed=seed)
+        for name, policy, turns, indices, runs in rows_to_compute(tasks, agents, heads, max_turns=max_turns,
+                                                                   samples=samples, seed=seed, baselines=baselines)]
+    chosen: list[FixedPlan] = []
+    if "best-fixed" in baselines and fixed_on is not None and fixed_on.tasks:
+        def fixed() -> Row:
+            row, plan = best_fixed_row(tasks, agents, fixed_on, runner, budget, max_turns=max_turns)
+            chosen.append(plan)
+            return row
+
+        pending.append(fixed)
+    if "oracle" in baselines:
+        pending.append(partial(oracle_row, tasks, agents, runner, budget))
     rows: list[Row] = []
     for compute in pending:
         row = compute()
@@ -182,7 +220,7 @@ def evaluate(
         trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is the first head's: heads come first
         reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else 0.0
         for key, other in (("vs_best_single", best_single), ("vs_random", by_name.get("random")),
-                           ("vs_cascade", by_name.get("cascade"))):
+                           ("vs_cascade", by_name.get("cascade")), ("vs_best_fixed", by_name.get("best-fixed"))):
             if other is not None:
                 margin = paired_margin(rows[0].passes, other.passes)
                 margins[key] = round(margin, 3) if math.isfinite(margin) else None  # JSON has no infinity
@@ -192,6 +230,9 @@ def evaluate(
         "rel_err_reduction_vs_best_single": reduction,
         "best_single": None if best_single is None else best_single.policy,
         "paired_margin_se": margins,
+        "best_fixed": None if not chosen or "best-fixed" not in by_name else {
+            "plan": describe(chosen[0].plan, agents), "train_fitness": round(chosen[0].fitness, 6),
+            "train_tasks": chosen[0].tasks, "cost_weight": fixed_on.cost_weight if fixed_on else 0.0},
         "rows": [r.as_json() for r in rows],
         **({"curve": [{"head": h.name, "cost_weight": h.cost_weight, "pass_at_1": round(r.pass_at_1, 4),
                        "usd_per_task": r.usd_per_task} for h, r in zip(heads, rows)]} if len(heads) > 1 else {}),

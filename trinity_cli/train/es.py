@@ -1,21 +1,22 @@
 """`trinity train`: evolve the routing head with sep-CMA-ES, cmaes-style ask → evaluate → tell.
 
-The paper's settings: σ0 = 0.03, population ≈ 32, 60 generations, 16 tasks per candidate
-(≈31k episodes). The defaults here are smaller so that the example sim pool trains on a laptop
-CPU in well under an hour (see the README).
+1. **Where the search starts: a hand-built plan.** `best-fixed` (train/fixed.py: the best
+   sequence of Worker answers with the cheapest Verifier between them) is chosen on the
+   training tasks, and the starting head is ridge-fitted to play it, padded with Verifier
+   turns to `max_turns`, from the coordinator's real states along its episodes (`plan_start`;
+   the head's standardisation and whitened K-component basis come from those states too). So
+   the search looks for deviations from a plan that already works, instead of spending its
+   generations learning that a Verifier needs an answer first.
+2. **Exact fitness.** Candidates play greedily on the episode trees of train/tree.py: every
+   candidate on every task of its batch (by default all the training tasks) each generation,
+   scored without sampling noise, each distinct state encoded and each reply made once.
+   fitness = mean expected pass − cost_weight × mean $ per task (train/fitness.py).
+3. cmaes *minimizes*: we tell it −fitness. Its RNG is reseeded from (seed, generation) each
+   generation and the state checkpointed after every tell, so resume is exact. The head
+   returned is the final mean.
 
-- Candidates are flat head vectors ((L+3)·k values). cmaes *minimizes*: we tell it −fitness.
-- Every candidate of a generation plays the same mini-batch (common random numbers), and the
-  policy samples agent and role with draws seeded by (seed, generation, candidate, task), so a
-  run is reproducible and resume is exact.
-- The head's input is standardised with mean/std of hidden states from pipeline transcripts of
-  training tasks (so σ0 means the same for any backbone); the search starts at zero weights
-  (uniform choices). With `project = K` the head works on the top-K principal components of
-  those states, whitened to unit variance.
-- A generation's episodes go task-major to a runner (train/runner.py): here, `workers` at a
-  time on threads, so the coordinator's KV cache keeps each task's prefix and the memo answers
-  every transcript seen before; or spread over a Ray cluster (`trinity_cli.cluster`), which
-  gives each worker whole tasks for the same reason. Where they run never changes the result.
+The paper's settings: σ0 = 0.03, population ≈ 32, 60 generations, 16 tasks per candidate
+(≈31k episodes); the tree makes paper scale a matter of seconds once its states are encoded.
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.core.budget import Budget
-from trinity_cli.core.head import N_ROLES, LinearHead
+from trinity_cli.core.episode import BUDGET, decision_from
+from trinity_cli.core.head import N_ROLES, LinearHead, PlanPolicy
+from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.core.transcript import CURRENT_FORMAT
+from trinity_cli.errors import BudgetExceeded
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train import checkpoint
 from trinity_cli.train.fitness import Outcome, fitness
-from trinity_cli.train.imitate import pipeline_transcripts
+from trinity_cli.train.fixed import FixedPlan, best_fixed, describe, padded
+from trinity_cli.train.imitate import fit_steps, input_space
 from trinity_cli.train.runner import Episode, LocalRunner, Players, Runner
-
-STATS_TASKS = 40  # training tasks whose pipeline transcripts give the normalisation statistics
-STATS_TURNS = 3
+from trinity_cli.train.tree import Forest
 
 
 @dataclass(frozen=True)
@@ -61,14 +64,14 @@ class PoolDraws:
 
 @dataclass(frozen=True)
 class TrainSettings:
-    generations: int = 20
-    popsize: int = 8
-    sigma0: float = 0.03
-    batch_size: int = 16
+    generations: int = 30
+    popsize: int = 16
+    sigma0: float = 0.1
+    batch_size: int | None = None  # tasks a generation; None: all
     seed: int = 0
-    max_turns: int = 3
+    max_turns: int = 5
     cost_weight: float = 0.0
-    project: int | None = None
+    project: int | None = 8
     budget_usd: float | None = None
 
 
@@ -84,43 +87,91 @@ class GenerationReport:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Start:
+    """Where the search started: the plan it imitates and how well the fitted head plays it."""
+
+    head: Any
+    plan: FixedPlan | None  # None: a start given by the caller (the universal head)
+    agreement: float  # share of the plan's decisions on the training tasks the start head repeats
+    fitness: float  # the start head's, on the training tasks
+    plan_fitness: float  # the padded plan's (what the start head imitates), on the same tasks
+
+    def as_json(self, agents: Sequence[Any]) -> dict[str, Any]:
+        return {"plan": None if self.plan is None else describe(self.plan.plan, agents),
+                "plan_fitness": self.plan_fitness, "fitness": self.fitness, "agreement": self.agreement}
+
+
 @dataclass
 class TrainResult:
-    head: LinearHead
+    head: Any
     history: list[dict[str, float]]
     spent_usd: float
     stopped_for_budget: bool
     best_fitness: float
+    start: Start
+    fitness: float  # the returned head's, on the training tasks (nan when stopped for budget)
     budget: Budget | None = None  # this run's accounting (spent_usd includes resumed spend)
-
-
-def starting_head(tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None) -> LinearHead:
-    """Zero weights, with normalisation (and a whitened PCA basis) from pipeline transcripts.
-
-    The statistics come from the states of the first turns of pipeline transcripts of training
-    tasks, so first-turn states sit off-centre and a bias-free head can still prefer a role.
-    """
-    states = [
-        coordinator.encode(transcript).hidden
-        for task in tasks[:STATS_TASKS]
-        for transcript in pipeline_transcripts(task, agent_names, STATS_TURNS)
-    ]
-    matrix = np.asarray(states, dtype=np.float64)
-    mean, std = matrix.mean(axis=0), matrix.std(axis=0) + 1e-6
-    n_outputs = len(agent_names) + N_ROLES
-    if project is None:
-        return LinearHead(np.zeros((n_outputs, matrix.shape[1])), mean, std)
-    z = (matrix - mean) / std
-    _, singular, vt = np.linalg.svd(z - z.mean(axis=0), full_matrices=False)
-    k = min(project, len(singular))
-    basis = vt[:k] * (np.sqrt(len(z)) / np.maximum(singular[:k], 1e-9))[:, None]  # unit variance: (K, d)
-    return LinearHead(np.zeros((n_outputs, k)), mean, std, basis)
+    episodes: int = 0  # played by the search (start and final scoring not counted)
 
 
 def batch_for(tasks: Sequence[Task], settings: TrainSettings, generation: int) -> list[int]:
+    if settings.batch_size is None or settings.batch_size >= len(tasks):
+        return list(range(len(tasks)))
     rng = np.random.default_rng([settings.seed, generation, 17])
-    size = min(settings.batch_size, len(tasks))
-    return sorted(int(i) for i in rng.choice(len(tasks), size=size, replace=False))
+    return sorted(int(i) for i in rng.choice(len(tasks), size=settings.batch_size, replace=False))
+
+
+def score(forest: Forest, head: Any, tasks: Sequence[Task], max_turns: int, budget: Budget | None,
+          cost_weight: float) -> tuple[float, list[Outcome]]:
+    """A policy's fitness on `tasks`, greedy, on the forest (BudgetExceeded when refused)."""
+    outcomes = forest.play([Episode(t, head, max_turns, None, forest.reader) for t in tasks], budget)
+    refused(outcomes, budget)
+    return fitness(outcomes, cost_weight), outcomes
+
+
+def refused(outcomes: Sequence[Outcome], budget: Budget | None) -> None:
+    if any(o.verdict == BUDGET for o in outcomes):
+        raise BudgetExceeded((budget.refusal if budget else None) or "--budget-usd: a call was refused")
+
+
+def plan_start(forest: Forest, tasks: Sequence[Task], agents: Sequence[Any], settings: TrainSettings,
+               budget: Budget | None) -> Start:
+    """`best-fixed` on `tasks`, and the head fitted to play it (module docstring, step 1)."""
+    chosen = best_fixed(lambda episodes: _played(forest, episodes, budget), tasks, agents, settings.max_turns,
+                        settings.cost_weight)
+    policy = PlanPolicy(len(agents), padded(chosen.plan, agents, settings.max_turns))
+    trails, outcomes = forest.trail([Episode(t, policy, settings.max_turns) for t in tasks], budget)
+    refused(outcomes, budget)
+    states = np.asarray([node.hidden for trail in trails for node, _ in trail])
+    steps = [step for trail in trails for _, step in trail]
+    head = fit_steps(input_space(states, len(agents) + N_ROLES, settings.project), states, steps)
+    start_fitness, _ = score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight)
+    return Start(head, chosen, agreement_masked(head, trails), start_fitness,
+                 fitness(outcomes, settings.cost_weight))
+
+
+def agreement_masked(head: LinearHead, trails: Sequence[Sequence[Any]]) -> float:
+    """The share of the plan's decisions the head repeats, as the loop chooses (mask applied)."""
+    pairs = [(node, step) for trail in trails for node, step in trail]
+    hits = 0
+    for node, (agent, role) in pairs:
+        decision = decision_from(node.state, head.choose(node.hidden, node.state.next_turn))
+        hits += decision.agent_index == agent and ROLE_ORDER.index(decision.role) == role
+    return hits / len(pairs) if pairs else 1.0
+
+
+def _played(forest: Forest, episodes: Sequence[Episode], budget: Budget | None) -> list[Outcome]:
+    outcomes = forest.play(episodes, budget)
+    refused(outcomes, budget)
+    return outcomes
+
+
+def new_forest(agents: Sequence[Any], coordinator: Any, grader: Grader, max_turns: int, workers: int = 1,
+               runner: Runner | None = None) -> Forest:
+    """The episode trees of a run (here, `workers` units at a time, unless a runner is given)."""
+    runner = runner or LocalRunner(Players(agents, grader, {CURRENT_FORMAT.id: coordinator}), workers)
+    return Forest(runner, max_turns, CURRENT_FORMAT.id)
 
 
 def train(
@@ -129,7 +180,7 @@ def train(
     coordinator: Any,
     grader: Grader,
     settings: TrainSettings,
-    checkpoint_file: Path,
+    checkpoint_file: Path | None,
     *,
     resume: bool = False,
     fingerprint: dict[str, Any] | None = None,
@@ -138,55 +189,62 @@ def train(
     workers: int = 1,
     start_head: Any = None,
     pools: PoolDraws | None = None,
-    expected: bool = False,
     runner: Runner | None = None,
+    forest: Forest | None = None,
+    budget: Budget | None = None,
+    on_start: Callable[[Start], None] = lambda start: None,
 ) -> TrainResult:
-    """Run (or resume) the ask/tell loop; `stop_after` ends early after that generation.
+    """Run (or resume) the ask/tell loop, checkpointed to `checkpoint_file` (None: not at all);
+    `stop_after` ends early after that generation.
 
-    `start_head` replaces the zero LinearHead (the universal head brings its basis); `pools`
-    draws each episode's pool; `expected` scores expected passes (fitness.py). `runner` plays
-    the episodes (default: here, `workers` at a time). Neither changes the result, so neither
-    is part of the fingerprint."""
+    `start_head` replaces the plan start (the universal head brings its own); `pools` draws
+    each episode's pool. `runner` grows the trees (default: here, `workers` units at a time)
+    and `forest` shares them with another run on the same agents (cross-validation folds);
+    neither changes the result, so neither is part of the fingerprint. `budget` is the run's
+    (default: one of `settings.budget_usd`; a resumed run adds what its checkpoint spent). A
+    refusal before the search began raises BudgetExceeded; during it, training stops with the
+    head of the last full generation. `on_start` hears where the search starts."""
     from cmaes import SepCMA
 
     fingerprint = {**(fingerprint or {}), **asdict(settings), "tasks": [t.task_id for t in tasks]}
-    names = [a.name for a in agents]
+    forest = forest or new_forest(agents, coordinator, grader, settings.max_turns, workers, runner)
+    budget = budget or Budget(settings.budget_usd)
     if resume:
+        if checkpoint_file is None:
+            raise ValueError("resume needs a checkpoint file")
         state = checkpoint.load(checkpoint_file, fingerprint)
-        start = state["start_head"]
+        budget.spent_usd += state["spent_usd"]
+        start = state["start"]
     else:
-        start = start_head or starting_head(tasks, names, coordinator, settings.project)
-        optimizer = SepCMA(
-            mean=start.flat.copy(), sigma=settings.sigma0,
-            population_size=settings.popsize, seed=settings.seed,
-        )
+        start = Start(start_head, None, 1.0, float("nan"), float("nan")) if start_head is not None else \
+            plan_start(forest, tasks, agents, settings, budget)
+        optimizer = SepCMA(mean=start.head.flat.copy(), sigma=settings.sigma0,
+                           population_size=settings.popsize, seed=settings.seed)
         state = {"fingerprint": fingerprint, "optimizer": optimizer, "generation": 0, "history": [],
-                 "best": (-np.inf, start.flat.copy()), "spent_usd": 0.0, "start_head": start}
+                 "best": (-np.inf, start.head.flat.copy()), "spent_usd": budget.spent_usd, "start": start}
+    on_start(start)
     optimizer = state["optimizer"]
-    budget = Budget(settings.budget_usd, state["spent_usd"])
-    runner = runner or LocalRunner(Players(agents, grader, {CURRENT_FORMAT.id: coordinator}), workers)
     stopped_for_budget = False
+    episodes_played = 0
     for generation in range(state["generation"], settings.generations):
         began = time.perf_counter()
         optimizer.reseed_rng(settings.seed * 100_003 + generation)
         candidates = [optimizer.ask() for _ in range(optimizer.population_size)]
-        heads = [start.with_weights(x) for x in candidates]
-        batch = batch_for(tasks, settings, generation)
+        heads = [start.head.with_weights(x) for x in candidates]
         episodes = []
-        for task_index in batch:  # task-major: the KV prefix and memo serve all candidates
+        for task_index in batch_for(tasks, settings, generation):  # task-major: one KV prefix per task
             drawn = None if pools is None else pools.draw(settings.seed, generation, task_index)
             episodes += [
                 Episode(tasks[task_index], head if drawn is None else head.for_pool(pools.profiles[drawn]),  # type: ignore[union-attr]
-                        settings.max_turns, None if drawn is None else tuple(drawn), CURRENT_FORMAT.id,
-                        (settings.seed, generation, c, task_index))
-                for c, head in enumerate(heads)
+                        settings.max_turns, None if drawn is None else tuple(drawn), forest.reader)
+                for head in heads
             ]
-        played: list[Outcome] = runner.map(episodes, budget)
-        if any(outcome.verdict == "budget" for outcome in played):  # never tell the optimizer a partial population
+        played = forest.play(episodes, budget)
+        if any(outcome.verdict == BUDGET for outcome in played):  # never tell the optimizer a partial population
             stopped_for_budget = True
             break
-        outcomes = [played[c::len(candidates)] for c in range(len(candidates))]
-        scores = [fitness(o, settings.cost_weight, expected) for o in outcomes]
+        episodes_played += len(played)
+        scores = [fitness(played[c::len(candidates)], settings.cost_weight) for c in range(len(candidates))]
         optimizer.tell([(x, -f) for x, f in zip(candidates, scores)])
         best = int(np.argmax(scores))
         if scores[best] > state["best"][0]:
@@ -196,11 +254,18 @@ def train(
         state["history"].append(row)
         state["generation"] = generation + 1
         state["spent_usd"] = budget.spent_usd
-        checkpoint.save(checkpoint_file, state)
+        if checkpoint_file is not None:
+            checkpoint.save(checkpoint_file, state)
         on_generation(GenerationReport(generation + 1, settings.generations, row["best"], row["mean"],
                                        row["std"], budget.spent_usd, time.perf_counter() - began))
         if stop_after is not None and generation + 1 >= stop_after:
             break
-    final = start.with_weights(np.asarray(optimizer.mean, dtype=np.float64))
-    return TrainResult(final, state["history"], budget.spent_usd, stopped_for_budget,
-                       float(state["best"][0]), budget)
+    final = start.head.with_weights(np.asarray(optimizer.mean, dtype=np.float64))
+    final_fitness = float("nan")
+    if pools is None and not stopped_for_budget:
+        try:
+            final_fitness, _ = score(forest, final, tasks, settings.max_turns, budget, settings.cost_weight)
+        except BudgetExceeded:
+            stopped_for_budget = True
+    return TrainResult(final, state["history"], budget.spent_usd, stopped_for_budget, float(state["best"][0]),
+                       start, final_fitness, budget, episodes_played)

@@ -61,13 +61,20 @@ def play(
         task.problem, agents, coordinator, policy, max_turns=max_turns,
         sample_seed=sample_seed, budget=budget,
     )
-    recorded = None if result.verdict == BUDGET else recorded_grade(agents, result.turns, task)
+    return outcome_of(task, agents, result.verdict, result.turns, result.answer, result.usd, grader)
+
+
+def outcome_of(task: Task, agents: Sequence[Agent], verdict: str, turns: Sequence[Any], answer: str | None,
+               usd: float, grader: Grader) -> Outcome:
+    """An episode's score: its final answer graded (or its recorded grade); 0 when the budget
+    ended it."""
+    recorded = None if verdict == BUDGET else recorded_grade(agents, turns, task)
     if recorded is not None:
         expected, passed = recorded
     else:
-        passed = result.verdict != BUDGET and grader.passes(task, result.answer)
+        passed = verdict != BUDGET and grader.passes(task, answer)
         expected = float(passed)
-    return Outcome(passed, result.usd, len(result.turns), result.verdict, expected)
+    return Outcome(passed, usd, len(turns), verdict, expected)
 
 
 def recorded_grade(agents: Sequence[Agent], turns: Sequence[Any], task: Task) -> tuple[float, bool] | None:

@@ -9,10 +9,11 @@ transcripts are synthetic (task prompt, a short plan, the canonical solution, a 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from trinity_cli.core.head import LinearHead, PipelinePolicy
+from trinity_cli.core.head import N_ROLES, LinearHead, PipelinePolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Transcript, Turn
 from trinity_cli.tasks.taskset import Task
@@ -47,25 +48,59 @@ def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[
     return out
 
 
+def input_space(states: np.ndarray, n_outputs: int, project: int | None) -> LinearHead:
+    """A head of zero weights over `states` standardised by their mean and std and, with
+    `project` = K, over their top-K principal components whitened to unit variance (so σ0 of
+    the search means the same for any backbone)."""
+    matrix = np.asarray(states, dtype=np.float64)
+    mean, std = matrix.mean(axis=0), matrix.std(axis=0) + 1e-6
+    if project is None:
+        return LinearHead(np.zeros((n_outputs, matrix.shape[1])), mean, std)
+    z = (matrix - mean) / std
+    _, singular, vt = np.linalg.svd(z - z.mean(axis=0), full_matrices=False)
+    k = min(project, len(singular))
+    basis = vt[:k] * (np.sqrt(len(z)) / np.maximum(singular[:k], 1e-9))[:, None]  # unit variance: (K, d)
+    return LinearHead(np.zeros((n_outputs, k)), mean, std, basis)
+
+
+def pipeline_space(tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None,
+                   n_tasks: int = 40, turns: int = 3) -> LinearHead:
+    """`input_space` of the states of the fallback pipeline's first `turns` turns on `n_tasks`
+    tasks (synthetic replies): first-turn states sit off-centre, so a bias-free head can still
+    prefer a role."""
+    states = [coordinator.encode(transcript).hidden for task in tasks[:n_tasks]
+              for transcript in pipeline_transcripts(task, agent_names, turns)]
+    return input_space(np.asarray(states), len(agent_names) + N_ROLES, project)
+
+
+def fit_steps(space: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, int]], ridge: float = 1.0,
+              margin: float = 3.0) -> LinearHead:
+    """The head in `space` whose logits are ridge-fitted to +margin on each state's step
+    (agent index, role index) and −margin on every other agent and role."""
+    z = np.asarray([space.features(state) for state in states])
+    n_agents = space.n_agents
+    targets = np.full((len(steps), n_agents + N_ROLES), -margin)
+    for row, (agent, role) in enumerate(steps):
+        targets[row, agent] = targets[row, n_agents + role] = margin
+    weights = np.linalg.solve(z.T @ z + ridge * np.eye(z.shape[1]), z.T @ targets).T  # (L+3, k)
+    return space.with_weights(weights.ravel())
+
+
 def fit_imitation_head(
     states: np.ndarray, turns: Sequence[int], n_agents: int, ridge: float = 10.0
 ) -> tuple[LinearHead, float]:
     """(head, training accuracy) for hidden `states` (n, d) seen at pipeline `turns` (1-based)."""
-    mean = states.mean(axis=0)
-    std = states.std(axis=0) + 1e-6
-    z = (states - mean) / std
     policy = PipelinePolicy(n_agents)
-    targets = []
-    for turn in turns:
-        choice = policy.choose(None, turn)
-        targets.append(np.concatenate([choice.agent_probs, choice.role_probs]) * 2.0 - 1.0)
-    y = np.asarray(targets) * 3.0  # ±3 logits
-    gram = z.T @ z + ridge * np.eye(z.shape[1])
-    weights = np.linalg.solve(gram, z.T @ y).T  # (L+3, d)
-    head = LinearHead(weights, mean, std)
+    steps = [(int(np.argmax(c.agent_probs)), int(np.argmax(c.role_probs)))
+             for c in (policy.choose(None, turn) for turn in turns)]
+    head = fit_steps(input_space(states, n_agents + N_ROLES, None), states, steps, ridge)
+    return head, agreement(head, states, steps)
+
+
+def agreement(head: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, int]]) -> float:
+    """The share of states where the head's greedy agent and role are the step's (no mask)."""
     hits = 0
-    for state, target in zip(states, targets):
+    for state, (agent, role) in zip(states, steps):
         choice = head.choose(state, 0)
-        hits += int(np.argmax(choice.agent_probs) == np.argmax(target[:n_agents])
-                    and np.argmax(choice.role_probs) == np.argmax(target[n_agents:]))
-    return head, hits / len(states)
+        hits += int(np.argmax(choice.agent_probs) == agent and np.argmax(choice.role_probs) == role)
+    return hits / len(steps)

@@ -1,0 +1,138 @@
+"""Fixed plans: what a user could write by hand, the baselines a learned head must beat, and
+where the head's search starts.
+
+- The **family** (`family`): every sequence of Worker answers, an agent possibly repeating (a
+  repeat is its repair round), with the cheapest Verifier between consecutive answers and none
+  after the last, at most `max_turns` long. Four agents and five turns give 84 plans.
+- `loop:<agent>`: that agent answers, the cheapest Verifier checks, on a REJECT the same agent
+  answers again: the family's plan of that agent alone, as long as `max_turns` allows.
+- `best-fixed`: the family's plan with the best fitness, pass@1 − cost weight × $ per task
+  (`fitness.fitness`: expected passes), on the tasks it is chosen on, each plan played for
+  exactly its own length; ties go to the cheaper plan, then the shorter, then the first.
+
+A plan is a `core.head.PlanPolicy` plan: (agent index, role) per turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trinity_cli.core.roles import Role
+from trinity_cli.tasks.taskset import Task
+from trinity_cli.train.fitness import fitness
+
+Plan = tuple[tuple[int, Role], ...]
+
+
+def price(agent: Any) -> float:
+    """An agent's (or an AgentSpec's) price per million tokens in + out (0 when unknown)."""
+    prices = getattr(agent, "prices", agent)
+    return (prices.price_in or 0.0) + (prices.price_out or 0.0)
+
+
+def playing(agents: Sequence[Any], role: Role) -> list[int]:
+    return [i for i, agent in enumerate(agents) if role in agent.roles]
+
+
+def cheapest_verifier(agents: Sequence[Any]) -> int | None:
+    verifiers = playing(agents, Role.VERIFIER)
+    return min(verifiers, key=lambda i: (price(agents[i]), i)) if verifiers else None
+
+
+def cascade_plan(agents: Sequence[Any]) -> Plan:
+    """Workers from the cheapest up, each answer followed by the cheapest Verifier."""
+    verifier = cheapest_verifier(agents)
+    plan: list[tuple[int, Role]] = []
+    for worker in sorted(playing(agents, Role.WORKER), key=lambda i: (price(agents[i]), i)):
+        plan += [(worker, Role.WORKER)] + ([(verifier, Role.VERIFIER)] if verifier is not None else [])
+    return tuple(plan)
+
+
+def oracle_plans(agents: Sequence[Any]) -> list[Plan]:
+    """Every agent's Worker answer alone, then after every agent's Thinker turn."""
+    workers, thinkers = playing(agents, Role.WORKER), playing(agents, Role.THINKER)
+    return [((w, Role.WORKER),) for w in workers] + [((t, Role.THINKER), (w, Role.WORKER)) for t in thinkers for w in workers]
+
+
+def answers_plan(answers: Sequence[int], verifier: int | None) -> Plan:
+    """Workers in turn, the Verifier between consecutive answers."""
+    plan: list[tuple[int, Role]] = []
+    for n, worker in enumerate(answers):
+        if n and verifier is not None:
+            plan.append((verifier, Role.VERIFIER))
+        plan.append((worker, Role.WORKER))
+    return tuple(plan)
+
+
+def most_answers(max_turns: int, verifier: int | None) -> int:
+    """How many answers a plan of at most `max_turns` holds (one without a Verifier: a second
+    answer would only replace the first, unseen)."""
+    return 1 if verifier is None else (max_turns + 1) // 2
+
+
+def family(agents: Sequence[Any], max_turns: int) -> list[Plan]:
+    verifier = cheapest_verifier(agents)
+    workers = playing(agents, Role.WORKER)
+    return [answers_plan(answers, verifier)
+            for n in range(1, most_answers(max_turns, verifier) + 1)
+            for answers in itertools.product(workers, repeat=n)]
+
+
+def loop_plan(agents: Sequence[Any], agent: int, max_turns: int) -> Plan:
+    verifier = cheapest_verifier(agents)
+    return answers_plan([agent] * most_answers(max_turns, verifier), verifier)
+
+
+def padded(plan: Plan, agents: Sequence[Any], max_turns: int) -> Plan:
+    """The plan as a head with `max_turns` turns plays it: after its last answer the cheapest
+    Verifier checks until the limit, which keeps the answer (an ACCEPT ends the episode)."""
+    verifier = cheapest_verifier(agents)
+    if verifier is None:
+        return plan
+    return plan + ((verifier, Role.VERIFIER),) * (max_turns - len(plan))
+
+
+def describe(plan: Plan, agents: Sequence[Any]) -> list[list[str]]:
+    """[[agent, role], ...] for JSON and messages."""
+    return [[agents[i].name, role.value] for i, role in plan]
+
+
+@dataclass(frozen=True)
+class FixedPlan:
+    """The chosen plan and how it scored where it was chosen."""
+
+    plan: Plan
+    fitness: float
+    pass_at_1: float
+    usd_per_task: float
+    tasks: int
+
+
+def choose(plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], cost_weight: float) -> FixedPlan:
+    """The plan of the best fitness (ties: cheaper, shorter, first); `outcomes[i]` are plan i's
+    outcomes (train.fitness.Outcome) on the tasks it is chosen on."""
+    def key(i: int) -> tuple[float, float, int, int]:
+        usd = sum(o.usd for o in outcomes[i]) / len(outcomes[i])
+        return (-fitness(outcomes[i], cost_weight), usd, len(plans[i]), i)
+
+    best = min(range(len(plans)), key=key)
+    chosen = outcomes[best]
+    return FixedPlan(plans[best], fitness(chosen, cost_weight), sum(o.expected for o in chosen) / len(chosen),
+                  sum(o.usd for o in chosen) / len(chosen), len(chosen))
+
+
+def best_fixed(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int, cost_weight: float,
+               indices: tuple[int, ...] | None = None) -> FixedPlan:
+    """`best-fixed` on `tasks`: every family plan played for its own length through `play`
+    (a runner's or a forest's: episodes → outcomes)."""
+    from trinity_cli.core.head import PlanPolicy
+    from trinity_cli.train.runner import Episode
+
+    plans = family(agents, max_turns)
+    episodes = [Episode(task, PlanPolicy(len(agents), plan), len(plan), indices) for plan in plans for task in tasks]
+    played = play(episodes)
+    n = len(tasks)
+    return choose(plans, [played[i * n:(i + 1) * n] for i in range(len(plans))], cost_weight)
