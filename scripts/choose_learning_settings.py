@@ -1,13 +1,13 @@
 """Choose the learning test's settings on a validation slice of the train split, never the test.
 
 Trains the simulated pool's head on the train split minus its validation slice for each setting
-of a grid (components, generations, population, σ0, seed), scores each on the validation slice,
+of a grid (components, the start, σ0, generations, seed), scores each on the validation slice,
 and writes every result and the choice (the largest validation margin over the best single
 agent; ties: the first in grid order, the cheaper) to
 tests/learning_settings.json. The suite then trains once at the chosen settings and scores the
 test split once (tests/test_train.py).
 
-    python scripts/choose_learning_settings.py               # the grid: about 25 minutes on 2 cores
+    python scripts/choose_learning_settings.py               # the grid: about 15 minutes on 2 cores
     python scripts/choose_learning_settings.py --score-test  # once: the chosen settings on the test split
 """
 
@@ -42,11 +42,11 @@ from trinity_cli.train.baselines import paired_margin
 from trinity_cli.train.es import TrainSettings
 
 SIM_POOL = ROOT / "examples" / "sim-pool.toml"
-# Fixed: the mini-batch and one Worker turn (what the sim pool's profiles describe). The rest is
-# chosen here; ties go to the cheaper setting (fewer components, generations, candidates, then σ0
-# and seed in grid order).
-BASE = {"batch_size": 48, "max_turns": 1}
-GRID = {"project": [4, 8, 12, 16], "generations": [60, 120], "popsize": [8, 16], "sigma0": [0.1, 0.3],
+# Fixed: every fit task each generation, 16 candidates, one Worker turn (what the sim pool's
+# skills describe). The rest is chosen here; ties go to the first in grid order (fewer
+# components, the plain start, the smaller σ0, fewer generations).
+BASE = {"max_turns": 1, "popsize": 16}
+GRID = {"project": [4, 8, 16], "imitate": ["best-fixed", "routed"], "sigma0": [0.1, 0.3], "generations": [30, 60],
         "seed": [0, 1]}
 
 

@@ -1,4 +1,4 @@
-"""A small synthetic record file on which routing is learnable from the problem's hidden state.
+"""Synthetic record files on which routing is learnable from the coordinator's hidden states.
 
 Documented here because the learning tests assert on it (tests/test_learning_records.py):
 
@@ -18,6 +18,9 @@ Documented here because the learning tests assert on it (tests/test_learning_rec
 Every single agent stays near 0.5-0.6; a head that reads the family from the state and picks
 its expert approaches 1.0. The permuted-state control (learning.PermutedCoordinator) hands
 each task another task's state, so its family guess is right about half the time.
+
+The kinds record (below, `write_kinds`) is one where a hand-built plan is good and reading the
+task is better: tests/test_kinds.py.
 """
 
 from __future__ import annotations
@@ -77,3 +80,50 @@ def write_learnable(folder: Path, models: tuple[str, ...] = MODELS, name: str = 
         f'roles = ["worker"]\nprice_in = {0.5 if "generalist" in m else 1.0}\n'
         f'price_out = {1.0 if "generalist" in m else 2.0}\n\n' for m in models))
     return record, pool
+
+
+# --- the kinds record: the best plan depends on the task ------------------------------------
+#
+# Two models, equal prices, on HumanEval and MBPP tasks (the two kinds a linear head can read):
+# `leans-humaneval` is right on a seeded 90 % of the HumanEval tasks and 30 % of the MBPP ones,
+# `leans-mbpp` the mirror image. A wrong program is caught by the visible tests on a seeded 80 %
+# of the tasks (`wrong`: it raises) and slips through on the rest (`sly`: right whenever the
+# visible tests call it, wrong under the hidden tests' check()). With three turns, best-fixed
+# (one model, the Verifier, the other) reaches 0.9 + 0.1·0.8·0.3 = 0.924 on its first model's
+# kind and 0.3 + 0.7·0.8·0.9 = 0.804 on the other: 0.864; routing by kind, 0.924 on both.
+
+KIND_MODELS = ("leans-humaneval", "leans-mbpp")
+KIND_TASKS_PER_FAMILY = 150
+
+
+def kind_tasks() -> list[Task]:
+    return load_tasks("humaneval")[:KIND_TASKS_PER_FAMILY] + load_tasks("mbpp")[:KIND_TASKS_PER_FAMILY]
+
+
+def sly(task: Task) -> str:
+    """Right when called from the visible tests (module level), wrong when the hidden tests'
+    check() calls it: a wrong program the Verifier accepts."""
+    return (f"import sys as _sys\n{right(task).rstrip()}\n\n_right_{task.entry_point} = {task.entry_point}\n\n\n"
+            f"def {task.entry_point}(*args, **kwargs):\n"
+            f"    if _sys._getframe(1).f_code.co_name == 'check':\n"
+            f"        return object()\n"
+            f"    return _right_{task.entry_point}(*args, **kwargs)\n")
+
+
+def kind_program(model: str, task: Task) -> str:
+    strong = (model == KIND_MODELS[0]) == (family(task) == "humaneval")
+    if seeded(f"{model}:right", task, 0.9 if strong else 0.3):
+        return right(task)
+    return wrong(task) if seeded(f"{model}:caught", task, 0.8) else sly(task)
+
+
+def write_kinds(folder: Path) -> Path:
+    """The kinds record (`kinds.jsonl.gz`) and its pool (`kinds.toml`: Worker and Verifier)."""
+    lines = [json.dumps({"model": m, "task_id": t.task_id, "code": kind_program(m, t)})
+             for m in KIND_MODELS for t in kind_tasks()]
+    (folder / "kinds.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    pool = folder / "kinds.toml"
+    pool.write_text("".join(
+        f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "kinds.jsonl.gz"\nmodel = "{m}"\n'
+        f'roles = ["worker", "verifier"]\nprice_in = 1.0\nprice_out = 1.0\n\n' for m in KIND_MODELS))
+    return pool

@@ -235,11 +235,19 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     (workdir / "tasks.jsonl").write_text("\n".join(lines) + "\n")
     flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1"]
     result = trinity("train", *flags, "--out", "head.npz", "--generations", "2", "--popsize", "4",
-                     "--batch-size", "4", "--project", "4", "--sigma0", "0.3")
+                     "--batch-size", "4", "--project", "4", "--sigma0", "0.3", "--folds", "2")
     assert result.returncode == 0, result.stderr
     assert "gen 2/2" in result.stderr and "coordinator passes saved by the memo" in result.stderr
+    assert "start: best-fixed sim-" in result.stderr and "cross-validated (2 folds)" in result.stderr
     meta = json.loads((workdir / "head.json").read_text())
     assert meta["trained"] is True and len(meta["training"]["history"]) == 2
+    training = meta["training"]
+    assert training["start"]["plan"][0][1] == "worker" and len(training["start"]["plan"]) == 1  # one turn: one answer
+    assert training["validation"]["folds"] == 2 and training["validation"]["tasks"] == 14
+    assert training["below_start"] == training["validation"]["below_start"]
+    plan = json.loads((workdir / "head-plan.json").read_text())  # the start's plan, a routing policy too
+    assert plan["kind"] == "plan" and plan["training"]["plan_of"] == "head.npz"
+    assert [meta.get("auto_select", True), plan.get("auto_select", True)].count(True) == 1  # one routes by default
     assert (workdir / "head.csv").read_text().splitlines()[0] == "generation,best,mean,std,spent_usd"
     import importlib.util
 
@@ -257,7 +265,10 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     assert report["schema_version"] == 1 and report["split"] == "all" and report["tasks"] == 14
     policies = [r["policy"] for r in report["rows"]]
     assert policies[:2] == ["trained", "random"] and policies[-1] == "oracle"
-    assert {"pipeline:sim-strings", "single:sim-math"} <= set(policies)
+    assert {"pipeline:sim-strings", "single:sim-math", "loop:sim-lists", "cascade"} <= set(policies)
+    assert "best-fixed" not in policies and report["best_fixed"] is None  # chosen on train: not with --split all
+    assert "best-fixed is left out: it is chosen on the train split" in " ".join(result.stderr.split())
+    assert report["max_turns"] == 1  # the head's, as trained
     for row in report["rows"]:
         assert set(row) == {"policy", "pass_at_1", "ci95", "expected_pass_at_1", "usd_per_task", "mean_turns"}
         assert 0 <= row["ci95"][0] <= row["pass_at_1"] <= row["ci95"][1] <= 1

@@ -126,7 +126,7 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
         "task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
         "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
     flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1", "--generations", "1",
-             "--popsize", "2", "--batch-size", "2", "--project", "2", "-q"]
+             "--popsize", "2", "--batch-size", "2", "--project", "2", "--folds", "0", "-q"]
     assert trinity("train", *flags).returncode == 0
     first = user_heads_dir() / "sim-pool-tasks.npz"
     assert first.is_file() and not (workdir / "sim-pool-tasks.npz").exists()

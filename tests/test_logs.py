@@ -402,7 +402,7 @@ def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
         {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
          "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
     flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--generations", "1", "--popsize", "2",
-             "--batch-size", "2", "--max-turns", "1", "--project", "2", "-q"]
+             "--batch-size", "2", "--max-turns", "1", "--project", "2", "--folds", "0", "-q"]
     unlogged = trinity("train", *flags, "--out", "quiet.npz", "--no-log")
     assert unlogged.returncode == 0, unlogged.stderr
     assert (workdir / "quiet.npz").is_file() and not default_path().exists()

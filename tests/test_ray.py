@@ -34,9 +34,10 @@ SECRET = "sk-ray-test-5f1c0c2a9e7b4d2f"  # only in the cluster's and the driver'
 SIM_AGENTS = "".join(
     f'[[agents]]\nname = "{name}"\nprovider = "sim"\nmodel = "sim"\nskills = {{ {tag} = 0.9 }}\n\n'
     for name, tag in (("sim-strings", "string"), ("sim-lists", "list")))
-# Ray's token authentication: `ray start` turns it on where ~/.ray/auth_token exists, and a
-# client given an explicit address uses it only when told (Ray's own rule)
-TOKEN_AUTH = {"RAY_AUTH_MODE": "token"}
+# Ray's token authentication: on where RAY_AUTH_MODE=token, and a client given an explicit
+# address uses it only when told (Ray's own rule); newer Ray releases also need the token itself
+# (here a random one of this test cluster's, in the environment of the cluster and its clients)
+TOKEN_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
 TRAIN = ["--max-turns", "2", "--generations", "3", "--popsize", "4", "--batch-size", "4", "--project", "4",
          "--sigma0", "0.3", "--seed", "3", "-q", "--no-log"]
 

@@ -115,7 +115,7 @@ BAD_LINES = [
     ('{"task_id": "HumanEval/0", "code": "x = 1"}', "'model' is missing"),
     ('{"model": "m", "code": "x = 1"}', "'task_id' is missing"),
     ('{"model": "m", "task_id": "HumanEval/0"}', "'code' is missing"),
-    ('{"model": "m", "task_id": "HumanEval/0", "code": 7}', "'code' is missing or not a non-empty string"),
+    ('{"model": "m", "task_id": "HumanEval/0", "code": 7}', "'code' is missing or not a string"),
     ('{"model": "m", "task_id": "HumanEval/0", "code": "x = 1", "round": "1"}', "'round' must be an integer"),
     ('{"model": "m", "task_id": "HumanEval/0", "code": "x = 1", "sample": -1}', "'sample' must be an integer"),
     ('{"model": "m", "task_id": "HumanEval/0", "code": "x = 1", "tokens_in": true}', "'tokens_in' must be an integer"),
@@ -161,6 +161,24 @@ def test_an_empty_or_unreadable_record_is_a_config_error(tmp_path):
 
 
 # --- pool keys -----------------------------------------------------------------------------
+
+def test_a_model_that_returned_nothing_is_a_recorded_answer_that_fails(user):
+    """Real records hold empty programs (a model sometimes answers nothing): the record loads,
+    the empty answer is replayed, the Verifier rejects it and the grader fails it; the
+    cascade's next agent then answers."""
+    empty = [{**row, "code": ""} if row["model"] == CHEAP and row["task_id"] == B.task_id else row
+             for row in USER_RECORD if not (row["model"] == CHEAP and row["task_id"] == B.task_id and row.get("sample"))]
+    write_record(user / "rec.jsonl.gz", empty)
+    cheap, dear = agents_of(user / "pool.toml")
+    assert worker(cheap, B).strip() == "```python\n\n```"  # an empty program, in its fence: an answer
+    plan = PlanPolicy(2, ((0, Role.WORKER), (0, Role.VERIFIER), (1, Role.WORKER)))
+    result = run_episode(B.problem, [cheap, dear], None, PlanPolicy(2, plan.plan[:2]), max_turns=2)
+    assert result.answer is not None and "does not parse" in result.turns[1].text
+    assert "<verdict>REJECT</verdict>" in result.turns[1].text
+    assert not Grader().passes(B, result.answer)
+    outcome = play(B, [cheap, dear], None, plan, Grader(), max_turns=3)
+    assert outcome.passed and outcome.turns == 3  # dear answered after the rejection
+
 
 def test_replay_pool_keys_roles_and_record_lookup(user):
     pool = load_pool(str(user / "pool.toml"))
@@ -415,4 +433,5 @@ def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
                       "--out", str(user / "h.npz"), "--generations", "1", "--popsize", "2", "--batch-size", "8")
     assert planned.returncode == 0, planned.stderr
     assert "have no tests and are left out" in planned.stderr
-    assert "episodes: 4 " in planned.stdout  # 2 candidates × the 2 gradable train tasks (A, B)
+    # the search: 1 generation × 2 candidates × the 2 gradable train tasks (A, B), then the head on both
+    assert "the search 6 (generations × candidates × tasks a generation = 1 × 2 × 2," in planned.stdout

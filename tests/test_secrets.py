@@ -45,7 +45,7 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
         outputs.append(run(["solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--jsonl"], env, tmp_path))
         server.responses += [openai_stream("```python\ndef f():\n    pass\n```") for _ in range(40)]
         trained = run(["train", "--tasks", "tasks.jsonl", "--pool", "pool.toml", "--out", "h.npz", "--generations", "1",
-                       "--popsize", "2", "--batch-size", "2", "--max-turns", "1"], env, tmp_path)
+                       "--popsize", "2", "--batch-size", "2", "--max-turns", "1", "--folds", "2"], env, tmp_path)
         assert trained.returncode == 0, trained.stderr
         outputs.append(trained)
         outputs.append(run(["pool", "--pool", "pool.toml", "--json"], env, tmp_path))

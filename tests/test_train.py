@@ -24,6 +24,7 @@ from learning import (
 
 from trinity_cli.config import parse_pool
 from trinity_cli.core.transcript import Transcript
+from trinity_cli.errors import BudgetExceeded
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.grading import Grader
@@ -148,15 +149,26 @@ def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
 
 def test_budget_stops_between_generations_without_a_partial_tell(sim):
     agents, _ = agents_for(sim)
-    settings = replace(SMALL, budget_usd=0.01)
+    unlimited = train(sim["train"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "free.ckpt")
+    searched = unlimited.spent_usd - unlimited.start.spent_usd
+    assert searched > 0  # the search made calls of its own (new turns)
+    settings = replace(SMALL, budget_usd=unlimited.start.spent_usd + searched / 2)
     ckpt = sim["root"] / "budget.ckpt"
     result = train(sim["train"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
     assert result.stopped_for_budget
-    assert result.spent_usd <= 0.01
+    assert result.spent_usd <= settings.budget_usd
     assert len(result.history) < settings.generations
-    if ckpt.exists():
-        state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["train"]]})
-        assert state["generation"] == len(result.history) == state["optimizer"].generation
+    state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["train"]]})
+    assert state["generation"] == len(result.history) == state["optimizer"].generation
+
+
+def test_a_budget_that_cannot_pay_for_the_start_writes_nothing(sim):
+    agents, _ = agents_for(sim)
+    settings = replace(SMALL, budget_usd=0.0001)
+    ckpt = sim["root"] / "poor.ckpt"
+    with pytest.raises(BudgetExceeded, match="budget-usd"):
+        train(sim["train"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
+    assert not ckpt.exists()
 
 
 def test_workers_overlap_remote_calls_and_leave_the_result_unchanged(sim, tmp_path):

@@ -112,9 +112,12 @@ def train(
     train_tasks, left_out = gradable(select_split(all_tasks, "train"))
     if left_out and not quiet:
         stderr.print(f"note: {left_out}", markup=False)
-    if len(train_tasks) < max(2, folds):
-        raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least {max(2, folds)} are needed"
-                         f"{' (one per --folds)' if folds > 2 else ''}")
+    if len(train_tasks) < 2:
+        raise UsageError(f"task set {tasks} has {len(train_tasks)} training tasks; at least 2 are needed")
+    if folds > len(train_tasks):
+        folds = len(train_tasks)
+        if not quiet:
+            stderr.print(f"note: --folds {folds}: one fold per training task", markup=False)
     settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd)
     if dry_run:
         print_plan(train_tasks, pool_cfg.agents, settings, folds)

@@ -30,6 +30,7 @@ import functools
 import json
 import os
 import platform
+import select
 import shutil
 import signal
 import subprocess
@@ -96,6 +97,22 @@ def run_python(program: str, limits: Limits = Limits(), files: dict[str, str] | 
     return run_in_mode(program, isolation().mode, limits, files)
 
 
+def _wait(child: subprocess.Popen, timeout: float) -> int:
+    """`child.wait(timeout)` without its polling sleeps (up to 50 ms a run, a third of a short
+    grading) where Linux gives the child a pidfd to wait on; else `Popen.wait` itself."""
+    try:
+        pidfd = os.pidfd_open(child.pid)  # type: ignore[attr-defined]  # Linux only
+    except (AttributeError, OSError):
+        return child.wait(timeout=timeout)
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    if not ready:
+        raise subprocess.TimeoutExpired(child.args, timeout)
+    return child.wait()
+
+
 def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None) -> ExecResult:
     """Run `program` in one named mode (the probe and the tests call this directly)."""
     _hide_own_environ()
@@ -136,7 +153,7 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
             except BrokenPipeError:
                 pass
             try:
-                returncode: int | None = child.wait(timeout=limits.wall_s)
+                returncode: int | None = _wait(child, limits.wall_s)
             except subprocess.TimeoutExpired:
                 returncode = None
             finally:

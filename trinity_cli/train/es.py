@@ -39,7 +39,7 @@ from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train import checkpoint
 from trinity_cli.train.fitness import Outcome, fitness
-from trinity_cli.train.fixed import FixedPlan, best_fixed, describe, padded
+from trinity_cli.train.fixed import FixedPlan, choose, describe, padded, play_family, routed
 from trinity_cli.train.imitate import fit_steps, input_space
 from trinity_cli.train.runner import Episode, LocalRunner, Players, Runner
 from trinity_cli.train.tree import Forest
@@ -73,6 +73,10 @@ class TrainSettings:
     cost_weight: float = 0.0
     project: int | None = 8
     budget_usd: float | None = None
+    imitate: str = "best-fixed"  # the start plays best-fixed on every task, or the plan `routed` reads from each
+
+
+IMITATE = ("best-fixed", "routed")
 
 
 @dataclass
@@ -89,13 +93,15 @@ class GenerationReport:
 
 @dataclass(frozen=True)
 class Start:
-    """Where the search started: the plan it imitates and how well the fitted head plays it."""
+    """Where the search started: best-fixed, and how well the head fitted to imitate it (or each
+    task's best plan) plays what it imitates."""
 
     head: Any
-    plan: FixedPlan | None  # None: a start given by the caller (the universal head)
-    agreement: float  # share of the plan's decisions on the training tasks the start head repeats
+    plan: FixedPlan | None  # best-fixed; None: a start given by the caller (the universal head)
+    agreement: float  # share of the imitated decisions on the training tasks the start head repeats
     fitness: float  # the start head's, on the training tasks
-    plan_fitness: float  # the padded plan's (what the start head imitates), on the same tasks
+    plan_fitness: float  # what it imitates (padded with Verifier turns), on the same tasks
+    spent_usd: float = 0.0  # the run's spend when the search began
 
     def as_json(self, agents: Sequence[Any]) -> dict[str, Any]:
         return {"plan": None if self.plan is None else describe(self.plan.plan, agents),
@@ -137,18 +143,32 @@ def refused(outcomes: Sequence[Outcome], budget: Budget | None) -> None:
 
 def plan_start(forest: Forest, tasks: Sequence[Task], agents: Sequence[Any], settings: TrainSettings,
                budget: Budget | None) -> Start:
-    """`best-fixed` on `tasks`, and the head fitted to play it (module docstring, step 1)."""
-    chosen = best_fixed(lambda episodes: _played(forest, episodes, budget), tasks, agents, settings.max_turns,
-                        settings.cost_weight)
-    policy = PlanPolicy(len(agents), padded(chosen.plan, agents, settings.max_turns))
-    trails, outcomes = forest.trail([Episode(t, policy, settings.max_turns) for t in tasks], budget)
-    refused(outcomes, budget)
+    """`best-fixed` on `tasks`, and the head fitted to play it on every task, or with
+    `imitate = "routed"` the plan read from each task's problem (fixed.routed), padded with
+    Verifier turns to the limit, on the states along those episodes (module docstring, step 1)."""
+    n = len(agents)
+    plans, outcomes = play_family(lambda episodes: _played(forest, episodes, budget), tasks, agents,
+                                  settings.max_turns)
+    chosen = choose(plans, outcomes, settings.cost_weight)
+    targets = [chosen.plan] * len(tasks)
+    if settings.imitate == "routed":
+        problems, played = forest.trail([Episode(task, PlanPolicy(n, chosen.plan), 1) for task in tasks], budget)
+        refused(played, budget)
+        roots = np.asarray([trail[0][0].hidden for trail in problems])
+        space = input_space(roots, n + N_ROLES, settings.project)
+        targets = routed(plans, outcomes, np.asarray([space.features(h) for h in roots]), chosen.plan,
+                         settings.cost_weight)
+    episodes = [Episode(task, PlanPolicy(n, padded(plan, agents, settings.max_turns)), settings.max_turns)
+                for task, plan in zip(tasks, targets)]
+    trails, played = forest.trail(episodes, budget)
+    refused(played, budget)
     states = np.asarray([node.hidden for trail in trails for node, _ in trail])
     steps = [step for trail in trails for _, step in trail]
-    head = fit_steps(input_space(states, len(agents) + N_ROLES, settings.project), states, steps)
+    turns = [len(node.state.records) for trail in trails for node, _ in trail]
+    head = fit_steps(input_space(states, n + N_ROLES, settings.project, turns), states, steps)
     start_fitness, _ = score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight)
-    return Start(head, chosen, agreement_masked(head, trails), start_fitness,
-                 fitness(outcomes, settings.cost_weight))
+    return Start(head, chosen, agreement_masked(head, trails), start_fitness, fitness(played, settings.cost_weight),
+                 budget.spent_usd if budget else 0.0)
 
 
 def agreement_masked(head: LinearHead, trails: Sequence[Sequence[Any]]) -> float:

@@ -1,6 +1,6 @@
 """Playing tasks with a policy and scoring the answers: what train and eval both measure.
 
-fitness(head) = mean pass over the generation's mini-batch − cost_weight × mean $ per task
+fitness(policy) = mean expected pass over the tasks played − cost_weight × mean $ per task
 (cost_weight defaults to 0, as in the paper). A task passes when its latest Worker answer passes
 the task's tests, whatever the verdict; `no_answer` scores 0.
 
@@ -12,7 +12,7 @@ independent of the path and the probability would be biased (an accepted answer 
 p instead of 1, which scores verification as worthless). The last turn's draw is independent
 of everything before it, so E[pass | path] is exactly its probability: the estimate is
 unbiased at any `max_turns`, and with one turn it is the recorded probability itself.
-Training on expected passes is `fitness(..., expected=True)`. Such an answer passes when it is
+Training and best-fixed score expected passes (the pass itself for every other answer). Such an answer passes when it is
 one of the record's correct programs: the replay returns one exactly when its draw passed (a
 failing draw is a mutant the grader saw fail), so this is the grade the tests would give, with
 no sandbox run, and it grades tasks without tests too (their mutants are unverified).
@@ -92,10 +92,9 @@ def recorded_grade(agents: Sequence[Agent], turns: Sequence[Any], task: Task) ->
     return (probability if answering[-1] is turns[-1] else float(passed)), passed
 
 
-def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0, expected: bool = False) -> float:
+def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0) -> float:
     n = len(outcomes)
-    score = sum(o.expected for o in outcomes) if expected else sum(o.passed for o in outcomes)
-    return score / n - cost_weight * sum(o.usd for o in outcomes) / n
+    return sum(o.expected for o in outcomes) / n - cost_weight * sum(o.usd for o in outcomes) / n
 
 
 T = TypeVar("T")

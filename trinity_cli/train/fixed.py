@@ -9,6 +9,8 @@ where the head's search starts.
 - `best-fixed`: the family's plan with the best fitness, pass@1 − cost weight × $ per task
   (`fitness.fitness`: expected passes), on the tasks it is chosen on, each plan played for
   exactly its own length; ties go to the cheaper plan, then the shorter, then the first.
+- `routed`: a plan per task, read from its problem (plan values regressed on the problem's
+  state): where a head that reads the task can start its search (es.TrainSettings.imitate).
 
 A plan is a `core.head.PlanPolicy` plan: (agent index, role) per turn.
 """
@@ -20,11 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from trinity_cli.core.roles import Role
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.fitness import fitness
 
 Plan = tuple[tuple[int, Role], ...]
+ROUTER_RIDGE = 10.0  # `routed`'s ridge on whitened problem-state components: fixed, not tuned
 
 
 def price(agent: Any) -> float:
@@ -124,10 +129,10 @@ def choose(plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], cost_weight
                   sum(o.usd for o in chosen) / len(chosen), len(chosen))
 
 
-def best_fixed(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int, cost_weight: float,
-               indices: tuple[int, ...] | None = None) -> FixedPlan:
-    """`best-fixed` on `tasks`: every family plan played for its own length through `play`
-    (a runner's or a forest's: episodes → outcomes)."""
+def play_family(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int,
+                indices: tuple[int, ...] | None = None) -> tuple[list[Plan], list[list[Any]]]:
+    """Every family plan on every task, each played for its own length through `play` (a
+    runner's or a forest's: episodes → outcomes): the plans and each plan's outcomes."""
     from trinity_cli.core.head import PlanPolicy
     from trinity_cli.train.runner import Episode
 
@@ -135,4 +140,25 @@ def best_fixed(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turn
     episodes = [Episode(task, PlanPolicy(len(agents), plan), len(plan), indices) for plan in plans for task in tasks]
     played = play(episodes)
     n = len(tasks)
-    return choose(plans, [played[i * n:(i + 1) * n] for i in range(len(plans))], cost_weight)
+    return plans, [played[i * n:(i + 1) * n] for i in range(len(plans))]
+
+
+def best_fixed(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int, cost_weight: float,
+               indices: tuple[int, ...] | None = None) -> FixedPlan:
+    """`best-fixed` on `tasks` (`play_family`)."""
+    return choose(*play_family(play, tasks, agents, max_turns, indices), cost_weight)
+
+
+def routed(plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], features: np.ndarray, chosen: Plan,
+           cost_weight: float, ridge: float = ROUTER_RIDGE) -> list[Plan]:
+    """Each task's plan as read from its problem: every plan's value (expected pass − cost
+    weight × $) ridge-regressed, with an intercept, on the tasks' `features` (n, k), and each
+    task given the plan of the highest predicted value (ties: `chosen`, best-fixed). Where the
+    problem says nothing, the intercepts win and every task gets best-fixed."""
+    values = np.array([[o.expected - cost_weight * o.usd for o in plan_outcomes] for plan_outcomes in outcomes]).T
+    x = np.hstack([features, np.ones((len(features), 1))])  # (n, k + 1)
+    penalty = ridge * np.eye(x.shape[1])
+    penalty[-1, -1] = 0.0  # the intercept is not shrunk
+    predicted = x @ np.linalg.solve(x.T @ x + penalty, x.T @ values)  # (n, plans)
+    base = plans.index(chosen)
+    return [plans[int(np.argmax(row))] if row.max() > row[base] + 1e-12 else chosen for row in predicted]

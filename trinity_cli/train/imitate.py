@@ -48,19 +48,34 @@ def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[
     return out
 
 
-def input_space(states: np.ndarray, n_outputs: int, project: int | None) -> LinearHead:
+def input_space(states: np.ndarray, n_outputs: int, project: int | None,
+                groups: Sequence[int] | None = None) -> LinearHead:
     """A head of zero weights over `states` standardised by their mean and std and, with
-    `project` = K, over their top-K principal components whitened to unit variance (so σ0 of
-    the search means the same for any backbone)."""
+    `project` = K, over K directions of them whitened to unit variance (so σ0 of the search
+    means the same for any backbone): their top-K principal components, or given `groups` (say
+    each state's turn), the directions that tell the groups apart first and then the top
+    principal components of the states within their groups. Without groups, what varies most
+    between states of different turns (who has spoken) crowds out what varies between tasks."""
     matrix = np.asarray(states, dtype=np.float64)
     mean, std = matrix.mean(axis=0), matrix.std(axis=0) + 1e-6
     if project is None:
         return LinearHead(np.zeros((n_outputs, matrix.shape[1])), mean, std)
     z = (matrix - mean) / std
-    _, singular, vt = np.linalg.svd(z - z.mean(axis=0), full_matrices=False)
-    k = min(project, len(singular))
-    basis = vt[:k] * (np.sqrt(len(z)) / np.maximum(singular[:k], 1e-9))[:, None]  # unit variance: (K, d)
-    return LinearHead(np.zeros((n_outputs, k)), mean, std, basis)
+    directions = np.zeros((0, z.shape[1]))
+    if groups is not None:
+        labels = np.asarray(groups)
+        centres = np.array([z[labels == g].mean(axis=0) for g in np.unique(labels)])
+        _, singular, vt = np.linalg.svd(centres - centres.mean(axis=0), full_matrices=False)
+        directions = vt[: min(project, int((singular > 1e-9 * max(singular.max(), 1e-30)).sum()))]
+        within = z - np.array([centres[list(np.unique(labels)).index(g)] for g in labels])
+        z_rest = within - (within @ directions.T) @ directions  # what the group directions do not hold
+    else:
+        z_rest = z - z.mean(axis=0)
+    _, singular, vt = np.linalg.svd(z_rest, full_matrices=False)
+    directions = np.vstack([directions, vt[: max(0, project - len(directions))]])
+    spread = (z - z.mean(axis=0)) @ directions.T
+    basis = directions / np.maximum(spread.std(axis=0), 1e-9)[:, None]  # unit variance: (K, d)
+    return LinearHead(np.zeros((n_outputs, len(basis))), mean, std, basis)
 
 
 def pipeline_space(tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None,

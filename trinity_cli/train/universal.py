@@ -1,7 +1,7 @@
 """Training the pool-agnostic head (core.head.UniversalHead) across pools drawn from many agents.
 
-1. The head's input space: standardisation and a whitened K-component basis from training
-   states, as for a pool-specific head (`es.starting_head`), of tasks spread over the whole
+1. The head's input space: standardisation and a whitened K-component basis from the states
+   of synthetic pipeline transcripts (`imitate.pipeline_space`) of tasks spread over the whole
    set (a set joined from two comes in two blocks); the search starts from the head
    that picks the agent whose profile predicts the highest pass (`input_space`).
 2. Every training agent's profile, measured in that space on the calibration tasks.
@@ -23,18 +23,12 @@ from trinity_cli.core.profile import Profile
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.es import (
-    STATS_TASKS,
-    PoolDraws,
-    TrainResult,
-    TrainSettings,
-    starting_head,
-    train,
-)
-from trinity_cli.train.imitate import scripted_transcripts
+from trinity_cli.train.es import PoolDraws, TrainResult, TrainSettings, train
+from trinity_cli.train.imitate import pipeline_space, scripted_transcripts
 from trinity_cli.train.profile import problem_states, profile_agent
 from trinity_cli.train.runner import LocalRunner, Players
 
+STATS_TASKS = 40  # tasks whose pipeline states give the input space
 PROFILE_EXTRA = 3  # profile values before the skill vector: pass rate, cost, offset (core.profile)
 START_SHARPNESS = 10.0  # logits per unit of predicted pass at the start
 START_ROLES = (Role.WORKER, Role.VERIFIER, Role.WORKER)  # the start's roles by turn: answer, check, answer again
@@ -55,7 +49,7 @@ def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, 
     pass rate" whatever the task. Roles by turn follow START_ROLES (`start_roles`). The search
     refines it from there."""
     spread = list(tasks)[:: max(1, len(tasks) // STATS_TASKS)]  # task sets come in blocks (HumanEval, then MBPP)
-    linear = starting_head(spread, [a.name for a in agents][:3], coordinator, components)
+    linear = pipeline_space(spread, [a.name for a in agents][:3], coordinator, components)
     k = linear.n_features
     size = k + PROFILE_EXTRA
     assert linear.basis is not None
@@ -96,5 +90,5 @@ def train_universal(tasks: Sequence[Task], agents: Sequence[Any], calibration: S
     profiles = measure_profiles(agents, calibration, coordinator, start, grader)
     draws = PoolDraws(np.array([p.vector() for p in profiles]), *pool_sizes)
     result = train(tasks, agents, coordinator, grader, settings, checkpoint_file, resume=resume,
-                   start_head=start, pools=draws, expected=True)
+                   start_head=start, pools=draws)
     return UniversalResult(result.head, result)  # type: ignore[arg-type]
