@@ -46,7 +46,7 @@ SIM_POOL = ROOT / "examples" / "sim-pool.toml"
 # skills describe). The rest is chosen here; ties go to the first in grid order (fewer
 # components, the plain start, the smaller σ0, fewer generations).
 BASE = {"max_turns": 1, "popsize": 16}
-GRID = {"project": [4, 8, 16], "imitate": ["best-fixed", "routed"], "sigma0": [0.1, 0.3], "generations": [30, 60],
+GRID = {"project": [8, 16, 32, 64], "imitate": ["best-fixed", "routed"], "sigma0": [0.1, 0.3], "generations": [30, 60],
         "seed": [0, 1]}
 
 

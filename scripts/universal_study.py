@@ -72,6 +72,7 @@ SETTINGS = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0}  # the
 GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
 VALIDATION_SALT = "trinity-validation-v1:"
 UNIVERSAL = ROOT / "docs" / "universal"
+MEASURED = ("random", "pipeline", "single", "loop", "cascade")  # baseline rows per pool (the oracle: from the record)
 
 
 def setup(scratch: Path):
@@ -178,7 +179,7 @@ def measure_command(args: argparse.Namespace) -> None:
         row: dict = {"pool": members}
         bound = {n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in args.ns}
         report = evaluate(test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns], grader,
-                          max_turns=args.max_turns)  # the baselines do not depend on n: once per pool
+                          max_turns=args.max_turns, baselines=MEASURED)  # the baselines do not depend on n: once per pool
         rows = {r.policy: r for r in report.pop("_rows")}
         oracle = [max(agents[m].provider.record.rates[(agents[m].provider.spec.model, t.task_id)].pass_rate
                       for m in members) for t in test]
@@ -191,6 +192,7 @@ def measure_command(args: argparse.Namespace) -> None:
         for n in args.ns:
             by_profile = max(members, key=lambda m: profiles[n][m].pass_rate)
             best, mine, pipeline = rows[f"single:{by_profile}"], rows[f"n{n}"], rows[f"pipeline:{by_profile}"]
+            loop = rows[f"loop:{by_profile}"]
             row[f"n{n}"] = {
                 "universal": mine.expected_pass_at_1, "universal_usd": mine.usd_per_task,
                 "universal_sampled": mine.pass_at_1, "best_by_profile": by_profile,
@@ -200,12 +202,14 @@ def measure_command(args: argparse.Namespace) -> None:
                 # the same agent as Worker and Verifier, over the same turns (a second answer after a REJECT)
                 "best_pipeline": pipeline.expected_pass_at_1, "best_pipeline_usd": pipeline.usd_per_task,
                 "margin_vs_pipeline_se": paired_margin(mine.expected, pipeline.expected),
+                # loop: that agent answers, the pool's cheapest Verifier checks, it answers again after a REJECT
+                "best_loop": loop.expected_pass_at_1, "best_loop_usd": loop.usd_per_task,
+                "diff_vs_loop": [u - b for u, b in zip(mine.expected, loop.expected)],
             }
         if index < args.pool_specific:
             fit = train(train_tasks, pool_agents, coordinator, grader,
                         TrainSettings(**SETTINGS, **POOL_SPECIFIC_SETTINGS, max_turns=args.max_turns),
-                        args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
-                        expected=True)
+                        args.scratch / f"pool-{index}-t{args.max_turns}.ckpt")
             report = evaluate(test, pool_agents, [HeadUnderTest("specific", fit.head, coordinator)], grader,
                               max_turns=args.max_turns)
             row["pool_specific"] = report["_rows"][0].expected_pass_at_1
@@ -225,7 +229,8 @@ def report_command(args: argparse.Namespace) -> None:
     pools = data["pools"]
     print(f"max_turns {data['max_turns']}, {len(pools)} pools, {data['test_tasks']} test tasks")
     print("| n | universal | best single by profile | pools strictly above | pooled margin (SE) | error reduction "
-          "| universal $/task | best's $/task |" + (" best by profile, W-V-W | margin vs it (SE) |" if data["max_turns"] > 1 else ""))
+          "| universal $/task | best's $/task |" + (" loop: of the best by profile | its $/task | margin vs it "
+                                                    "(SE over tasks) | pools strictly above it |" if data["max_turns"] > 1 else ""))
     ns = sorted(int(key[1:]) for key in pools[0] if key[0] == "n" and key[1:].isdigit())
     for n in ns:
         cells = [p[f"n{n}"] for p in pools]
@@ -235,8 +240,10 @@ def report_command(args: argparse.Namespace) -> None:
                f"{diffs.mean() / (diffs.std(ddof=1) / np.sqrt(len(diffs))):+.1f}", f"{((1 - best) - (1 - mine)) / (1 - best):+.0%}",
                f"{np.mean([c['universal_usd'] for c in cells]):.5f}", f"{np.mean([c['best_usd'] for c in cells]):.5f}"]
         if data["max_turns"] > 1:
-            row += [f"{np.mean([c['best_pipeline'] for c in cells]):.3f}",
-                    f"{np.mean([c['margin_vs_pipeline_se'] for c in cells]):+.1f} (mean per pool)"]
+            by_task = np.mean([c["diff_vs_loop"] for c in cells], axis=0)  # each test task's difference, over the pools
+            row += [f"{np.mean([c['best_loop'] for c in cells]):.3f}", f"{np.mean([c['best_loop_usd'] for c in cells]):.5f}",
+                    f"{by_task.mean() / (by_task.std(ddof=1) / np.sqrt(len(by_task))):+.1f}",
+                    f"{np.mean([c['universal'] > c['best_loop'] for c in cells]):.0%}"]
         print("| " + " | ".join(str(x) for x in row) + " |")
     means = {key: np.mean([p["baselines"][key] for p in pools]) for key in ("best_true", "random", "cascade", "oracle")}
     print("means:", {k: round(float(v), 3) for k, v in means.items()},

@@ -16,6 +16,8 @@ import pytest
 from test_cli import PROBLEM, SIM_POOL, TRINITY, assert_clean_failure, trinity
 from wire.server import WireServer
 
+from trinity_cli.tasks.taskset import load_humaneval, select_split
+
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # a colour or style escape
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -107,16 +109,23 @@ def test_train_dry_run_counts_and_bounds_the_run_without_calling_or_writing(work
             f'[coordinator]\nmodel = "/no/such.gguf"\n[[agents]]\nname = "srv"\nprovider = "openai"\nmodel = "m"\n'
             f'base_url = "{server.url}/v1"\nprice_in = 1.0\nprice_out = 2.0\nmax_tokens = 100\nretries = 0\n')
         before = sorted(workdir.iterdir())
-        base = dry_run("--generations", "2", "--popsize", "4")
-        assert number(base["episodes"]) == 2 * 4 * 4 and number(base["agent calls"]) == 2 * 4 * 4 * 2
+        n = len(select_split(load_humaneval()[:14], "train"))
+        base = dry_run("--generations", "2", "--popsize", "4", "--folds", "0")
+        # best-fixed: one agent's lone answer (two turns hold one answer) on the n tasks, the plan's
+        # states and the start head; the search: 2 × 4 candidates × 4 tasks, then the head on all
+        assert number(base["search"]) == 2 * 4 * 4 + n and number(base["episodes"]) == n + 2 * n + 2 * 4 * 4 + n
+        assert number(base["agent calls"]) == n * 1 + 2 * n * 2 + (2 * 4 * 4 + n) * 2
         assert "upper bound" in base["worst case"]
-        longer = dry_run("--generations", "4", "--popsize", "4")
-        assert number(longer["episodes"]) == 2 * number(base["episodes"])
-        assert number(longer["agent calls"]) == 2 * number(base["agent calls"])
-        wider = dry_run("--generations", "2", "--popsize", "8")  # the same batches, twice the candidates
-        assert number(wider["worst case"]) == pytest.approx(2 * number(base["worst case"]), abs=2e-4)
+        longer = dry_run("--generations", "4", "--popsize", "4", "--folds", "0")
+        assert number(longer["search"]) - n == 2 * (number(base["search"]) - n)
+        assert number(longer["agent calls"]) - number(base["agent calls"]) == 2 * 4 * 4 * 2
+        wider = dry_run("--generations", "2", "--popsize", "8", "--folds", "0")  # the same batches, twice the candidates
+        assert number(wider["worst case"]) > number(base["worst case"])
+        folded = dry_run("--generations", "2", "--popsize", "4", "--folds", "2")
+        assert number(folded["episodes"]) > number(base["episodes"]) and "--folds 2" in folded["episodes"]
         # every call at least its max_tokens of output: a bound below that would not bound
-        assert number(base["worst case"]) >= number(base["agent calls"]) * 100 * 2.0 / 1e6
+        for plan in (base, longer, wider, folded):
+            assert number(plan["worst case"]) >= number(plan["agent calls"]) * 100 * 2.0 / 1e6
         assert server.requests == []
         assert sorted(workdir.iterdir()) == before  # no head, checkpoint or curve
     finally:

@@ -16,7 +16,16 @@ import json
 
 import numpy as np
 import pytest
-from learnable_record import KIND_MODELS, family, kind_program, kind_tasks, right, sly, write_kinds, wrong
+from learnable_record import (
+    KIND_MODELS,
+    family,
+    kind_program,
+    kind_tasks,
+    right,
+    sly,
+    write_kinds,
+    wrong,
+)
 from test_cli import trinity
 
 from trinity_cli.config import load_pool

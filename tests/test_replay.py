@@ -434,4 +434,4 @@ def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
     assert planned.returncode == 0, planned.stderr
     assert "have no tests and are left out" in planned.stderr
     # the search: 1 generation × 2 candidates × the 2 gradable train tasks (A, B), then the head on both
-    assert "the search 6 (generations × candidates × tasks a generation = 1 × 2 × 2," in planned.stdout
+    assert "search: 6 episodes (1 generations × 2 candidates × 2 tasks, then the head on the 2 training" in planned.stdout

@@ -16,7 +16,15 @@ from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_tasks
 from trinity_cli.train.fitness import Outcome
-from trinity_cli.train.fixed import answers_plan, best_fixed, cheapest_verifier, choose, family, loop_plan, padded
+from trinity_cli.train.fixed import (
+    answers_plan,
+    best_fixed,
+    cheapest_verifier,
+    choose,
+    family,
+    loop_plan,
+    padded,
+)
 from trinity_cli.train.runner import Episode, LocalRunner, Players
 from trinity_cli.train.tree import Forest
 

@@ -283,7 +283,7 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
                 os.environ.pop("TRINITY_HOME", None)
             else:
                 os.environ["TRINITY_HOME"] = saved_home
-    episodes = len(result.history) * settings.popsize * settings.batch_size
+    episodes = result.episodes
     return {
         "episodes": episodes,
         "seconds": round(seconds, 2),
@@ -292,6 +292,48 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
         "memo_hit_rate": round(coordinator.saved_fraction, 3),
         "response_cache_hit_rate": round(caches.responses.stats.hit_rate, 3),
     }
+
+
+RECORDED_POOL, RECORDED_TASKS = "ldb-humaneval", 32  # the recorded pool's training run: its first train-split tasks
+PAPER_SCALE = {"generations": 60, "popsize": 32, "batch_size": 16}  # the paper's 30,720 episodes
+
+
+def recorded_train_throughput() -> dict[str, Any]:
+    """Training at paper scale on the bundled recorded pool (5 turns): once with cold caches (a
+    fresh TRINITY_HOME: every turn replayed, graded and encoded for the first time), then again
+    in the same home (warm: the states, grades and verdicts on disk). Episodes are the search's."""
+    from trinity_cli.config import load_pool
+    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.runtime import memo_coordinator, open_caches
+    from trinity_cli.tasks.taskset import load_tasks, select_split
+    from trinity_cli.train.es import TrainSettings, new_forest, train
+
+    figures: dict[str, Any] = {}
+    saved_home = os.environ.get("TRINITY_HOME")
+    with tempfile.TemporaryDirectory(prefix="trinity-bench-") as home:
+        os.environ["TRINITY_HOME"] = home
+        try:
+            for caches_were in ("cold", "warm"):
+                started = time.perf_counter()
+                pool = load_pool(RECORDED_POOL)
+                tasks = load_tasks("humaneval")
+                caches = open_caches(no_cache=False)
+                agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
+                coordinator = memo_coordinator(pool, caches)
+                settings = TrainSettings(**PAPER_SCALE, max_turns=5, project=8, sigma0=0.2)
+                forest = new_forest(agents, coordinator, caches.grader, settings.max_turns)
+                result = train(select_split(tasks, "train")[:RECORDED_TASKS], agents, coordinator, caches.grader,
+                               settings, None, forest=forest)
+                seconds = time.perf_counter() - started
+                figures[caches_were] = {"episodes": result.episodes, "seconds": round(seconds, 2),
+                                        "episodes_per_hour": round(result.episodes / seconds * 3600, 1),
+                                        "states_encoded": coordinator.misses, "turns_made": forest.grown}
+        finally:
+            if saved_home is None:
+                os.environ.pop("TRINITY_HOME", None)
+            else:
+                os.environ["TRINITY_HOME"] = saved_home
+    return figures
 
 
 NETWORK_LATENCY_S = 1.0  # remote LLM calls take seconds; this is the short end
@@ -492,6 +534,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
     settings = tuning(coordinator)
     coordinator.close()
     training = train_throughput(sim_pool, generations)
+    recorded = recorded_train_throughput()
     concurrency = concurrency_speedup(sim_pool)
     on_ray = ray_ratios(sim_pool)
     return {
@@ -510,6 +553,9 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
                   "final_encode_tokens": stream["final_encode_tokens"]},
         "train_episodes_per_hour": training["episodes_per_hour"],
         "train": training,
+        "recorded_train_episodes_per_hour_cold": recorded["cold"]["episodes_per_hour"],
+        "recorded_train_episodes_per_hour_warm": recorded["warm"]["episodes_per_hour"],
+        "recorded_train": {"pool": RECORDED_POOL, "tasks": RECORDED_TASKS, **PAPER_SCALE, "max_turns": 5, **recorded},
         "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),
         "train_concurrency": concurrency,
         **on_ray,

@@ -22,9 +22,10 @@ if TYPE_CHECKING:
 class _Defaults:  # train.es.TrainSettings' defaults, without importing numpy for --help
     generations: int = 30
     popsize: int = 16
-    sigma0: float = 0.1
+    sigma0: float = 0.2
     max_turns: int = 5
     project: int = 8
+    imitate: str = "best-fixed"
 
 
 DEFAULTS = _Defaults()
@@ -65,6 +66,7 @@ def train(
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = DEFAULTS.max_turns,
     cost_weight: Annotated[float, typer.Option("--cost-weight", min=0.0, help="Fitness −= this × mean $ per task.")] = 0.0,
     project: Annotated[int | None, typer.Option("--project", min=1, help="Head over the top K principal components of the states.")] = DEFAULTS.project,
+    imitate: Annotated[str, typer.Option("--imitate", help="Where the search starts: best-fixed on every task, or 'routed': the plan read from each task's problem.")] = DEFAULTS.imitate,
     folds: Annotated[int, typer.Option("--folds", min=0, help="Cross-validate head against plan over K folds of the training tasks (0: skip).")] = 5,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0)] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
@@ -92,7 +94,7 @@ def train(
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
     from trinity_cli.train.crossval import cross_validate
-    from trinity_cli.train.es import TrainSettings, new_forest
+    from trinity_cli.train.es import IMITATE, TrainSettings, new_forest
     from trinity_cli.train.es import train as run_training
     from trinity_cli.train.fitness import default_workers
     from trinity_cli.train.fixed import padded
@@ -118,7 +120,10 @@ def train(
         folds = len(train_tasks)
         if not quiet:
             stderr.print(f"note: --folds {folds}: one fold per training task", markup=False)
-    settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd)
+    if imitate not in IMITATE:
+        raise UsageError(f"--imitate {imitate!r}: one of {', '.join(IMITATE)}")
+    settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd,
+                             imitate)
     if dry_run:
         print_plan(train_tasks, pool_cfg.agents, settings, folds)
         return 0
@@ -238,10 +243,10 @@ def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: Train
 
     plan = plan_training(tasks, agents, settings, folds)
     batch = len(tasks) if settings.batch_size is None else min(settings.batch_size, len(tasks))
-    print(f"episodes: {plan.episodes}: best-fixed and the start {plan.parts.get('best-fixed', 0)}, the search "
-          f"{plan.parts.get('search', 0)} (generations × candidates × tasks a generation = {settings.generations} × "
-          f"{settings.popsize} × {batch}, then the head), cross-validation {plan.parts.get('cross-validation', 0)} "
-          f"(--folds {folds})")
+    print(f"episodes: {plan.episodes} (best-fixed and the start {plan.parts.get('best-fixed', 0)}; the search "
+          f"{plan.parts.get('search', 0)}; cross-validation {plan.parts.get('cross-validation', 0)}, --folds {folds})")
+    print(f"search: {plan.parts.get('search', 0)} episodes ({settings.generations} generations × {settings.popsize} "
+          f"candidates × {batch} tasks, then the head on the {len(tasks)} training tasks)")
     print(f"agent calls: at most {plan.calls} (episodes × their turn limit; each distinct turn is made once, "
           "and cached replies make none)")
     print_cost(plan, settings.budget_usd, "run")

@@ -66,7 +66,7 @@ class PoolDraws:
 class TrainSettings:
     generations: int = 30
     popsize: int = 16
-    sigma0: float = 0.1
+    sigma0: float = 0.2
     batch_size: int | None = None  # tasks a generation; None: all
     seed: int = 0
     max_turns: int = 5

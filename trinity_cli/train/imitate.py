@@ -50,32 +50,45 @@ def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[
 
 def input_space(states: np.ndarray, n_outputs: int, project: int | None,
                 groups: Sequence[int] | None = None) -> LinearHead:
-    """A head of zero weights over `states` standardised by their mean and std and, with
-    `project` = K, over K directions of them whitened to unit variance (so σ0 of the search
-    means the same for any backbone): their top-K principal components, or given `groups` (say
-    each state's turn), the directions that tell the groups apart first and then the top
-    principal components of the states within their groups. Without groups, what varies most
-    between states of different turns (who has spoken) crowds out what varies between tasks."""
+    """A head of zero weights over `states` scaled by their std, not centred: the head is
+    bias-free, and an uncentred input gives it the states' mean as a bias to prefer an agent
+    or a role everywhere (with one decision per task, what best-fixed needs). With `project` = K
+    it reads K directions, each scaled to unit root mean square (so σ0 of the search means the
+    same for any backbone): the mean first (the bias), then, given `groups` (say each state's
+    turn), the directions that tell the groups apart, then the top principal components of the
+    states within their groups (without groups, within them all). Without groups, what varies
+    most between states of different turns (who has spoken) crowds out what varies between
+    tasks."""
     matrix = np.asarray(states, dtype=np.float64)
-    mean, std = matrix.mean(axis=0), matrix.std(axis=0) + 1e-6
+    std = matrix.std(axis=0) + 1e-6
+    mean = np.zeros(matrix.shape[1])
     if project is None:
         return LinearHead(np.zeros((n_outputs, matrix.shape[1])), mean, std)
-    z = (matrix - mean) / std
-    directions = np.zeros((0, z.shape[1]))
-    if groups is not None:
-        labels = np.asarray(groups)
-        centres = np.array([z[labels == g].mean(axis=0) for g in np.unique(labels)])
-        _, singular, vt = np.linalg.svd(centres - centres.mean(axis=0), full_matrices=False)
-        directions = vt[: min(project, int((singular > 1e-9 * max(singular.max(), 1e-30)).sum()))]
-        within = z - np.array([centres[list(np.unique(labels)).index(g)] for g in labels])
-        z_rest = within - (within @ directions.T) @ directions  # what the group directions do not hold
-    else:
-        z_rest = z - z.mean(axis=0)
-    _, singular, vt = np.linalg.svd(z_rest, full_matrices=False)
-    directions = np.vstack([directions, vt[: max(0, project - len(directions))]])
-    spread = (z - z.mean(axis=0)) @ directions.T
-    basis = directions / np.maximum(spread.std(axis=0), 1e-9)[:, None]  # unit variance: (K, d)
-    return LinearHead(np.zeros((n_outputs, len(basis))), mean, std, basis)
+    z = matrix / std
+    centre = z.mean(axis=0)
+    candidates = [centre[None, :]]
+    labels = np.zeros(len(z), dtype=int) if groups is None else np.asarray(groups)
+    names = list(np.unique(labels))
+    centres = np.array([z[labels == g].mean(axis=0) for g in names])
+    if len(names) > 1:
+        candidates.append(np.linalg.svd(centres - centres.mean(axis=0), full_matrices=False)[2][: len(names) - 1])
+    within = z - centres[[names.index(g) for g in labels]]
+    candidates.append(np.linalg.svd(within, full_matrices=False)[2][:project])
+    directions = _orthonormal(np.vstack(candidates))[:project]  # (K, d), in the order above
+    scale = np.sqrt(((z @ directions.T) ** 2).mean(axis=0))
+    return LinearHead(np.zeros((n_outputs, len(directions))), mean, std, directions / np.maximum(scale, 1e-9)[:, None])
+
+
+def _orthonormal(rows: np.ndarray) -> np.ndarray:
+    """Gram-Schmidt in row order, dropping rows that add (almost) nothing."""
+    kept: list[np.ndarray] = []
+    for row in rows:
+        for other in kept:
+            row = row - (row @ other) * other
+        norm = np.linalg.norm(row)
+        if norm > 1e-6:
+            kept.append(row / norm)
+    return np.array(kept)
 
 
 def pipeline_space(tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None,
@@ -108,7 +121,8 @@ def fit_imitation_head(
     policy = PipelinePolicy(n_agents)
     steps = [(int(np.argmax(c.agent_probs)), int(np.argmax(c.role_probs)))
              for c in (policy.choose(None, turn) for turn in turns)]
-    head = fit_steps(input_space(states, n_agents + N_ROLES, None), states, steps, ridge)
+    space = LinearHead(np.zeros((n_agents + N_ROLES, states.shape[1])), states.mean(axis=0), states.std(axis=0) + 1e-6)
+    head = fit_steps(space, states, steps, ridge)
     return head, agreement(head, states, steps)
 
 

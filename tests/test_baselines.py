@@ -1,0 +1,122 @@
+"""The baselines a skeptical user compares a head with, through the CLI on a small recorded pool:
+`loop:<agent>` and `best-fixed` (chosen on the train split, played on the eval split), the
+plan `train` saves beside its head (a routing policy `solve` and `eval` take), `--baselines`,
+`--cost-weight` and `eval --dry-run`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_cli import assert_clean_failure, trinity
+
+from trinity_cli.tasks.taskset import Task, load_humaneval, select_split
+
+TASKS = load_humaneval()[:12]
+TRAIN, TEST = select_split(TASKS, "train"), select_split(TASKS, "test")  # 9 and 3
+
+
+def right(task: Task) -> str:
+    return (task.prompt + (task.canonical_solution or "")).strip() + "\n"
+
+
+def wrong(task: Task) -> str:
+    return task.prompt.strip() + "\n    raise NotImplementedError\n"  # fails every visible test
+
+
+@pytest.fixture()
+def recorded(workdir: Path) -> Path:
+    """`cheap` answers wrong on every other task and right in its repair round; `dear` is right
+    everywhere at 20-30 times the price; both may answer and verify."""
+    lines = []
+    for i, task in enumerate(TASKS):
+        lines += [{"model": "cheap", "task_id": task.task_id, "code": right(task) if i % 2 else wrong(task)},
+                  {"model": "cheap", "task_id": task.task_id, "code": right(task), "round": 1},
+                  {"model": "dear", "task_id": task.task_id, "code": right(task)}]
+    (workdir / "rec.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
+        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+         "canonical_solution": t.canonical_solution, "visible_tests": list(t.visible_tests)}) + "\n" for t in TASKS))
+    (workdir / "pool.toml").write_text("".join(
+        f'[[agents]]\nname = "{name}"\nprovider = "replay"\nrecord = "rec.jsonl"\nmodel = "{name}"\n'
+        f'price_in = {price_in}\nprice_out = {price_out}\n\n' for name, price_in, price_out in
+        (("cheap", 0.5, 1.0), ("dear", 10.0, 30.0))))
+    return workdir
+
+
+FLAGS = ["--tasks", "tasks.jsonl", "--pool", "pool.toml", "--no-log"]
+LOOP_CHEAP = [["cheap", "worker"], ["cheap", "verifier"], ["cheap", "worker"]]
+
+
+@pytest.fixture()
+def trained(recorded: Path) -> Path:
+    result = trinity("train", *FLAGS, "--out", "head.npz", "--max-turns", "3", "--generations", "1", "--popsize", "2",
+                     "--project", "2", "--folds", "0", "--cost-weight", "2.5", "-q", cwd=recorded)
+    assert result.returncode == 0, result.stderr
+    return recorded
+
+
+def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(trained):
+    result = trinity("eval", *FLAGS, "--weights", "head-plan.npz", "--json", cwd=trained)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    rows = {r["policy"]: r for r in report["rows"]}
+    assert report["max_turns"] == 3  # the head's, as trained
+    assert {"loop:cheap", "loop:dear", "best-fixed"} <= set(rows)
+    assert rows["single:cheap"]["pass_at_1"] < 1.0 == rows["loop:cheap"]["pass_at_1"]  # the repair round passes
+    # every plan passes every train task but the lone cheap answer; the cheapest of those is cheap's own loop
+    assert report["best_fixed"] == {"plan": LOOP_CHEAP, "train_fitness": report["best_fixed"]["train_fitness"],
+                                    "train_tasks": len(TRAIN), "cost_weight": 2.5}
+    assert 0.9 < report["best_fixed"]["train_fitness"] < 1.0  # pass@1 1.0 less 2.5 × its small $
+    assert rows["best-fixed"] == {**rows["loop:cheap"], "policy": "best-fixed"}  # the same plan, played the same
+    assert rows["trained"]["pass_at_1"] == 1.0  # the plan train saved is best-fixed at the head's cost weight
+    assert "vs_best_fixed" in report["paired_margin_se"]
+    table = trinity("eval", *FLAGS, "--weights", "head-plan.npz", cwd=trained)
+    assert "best-fixed: cheap worker → cheap verifier → cheap worker (chosen on 9 train-split tasks" in \
+        " ".join(table.stderr.split())
+    weighted = json.loads(trinity("eval", *FLAGS, "--weights", "head-plan.npz", "--json", "--cost-weight", "0",
+                                  "--baselines", "best-fixed", "--max-turns", "1", cwd=trained).stdout)
+    assert weighted["best_fixed"]["cost_weight"] == 0.0 and weighted["max_turns"] == 1
+    assert weighted["best_fixed"]["plan"] == [["dear", "worker"]]  # one turn: one answer, the one always right
+
+
+def test_solve_routes_with_the_plan_train_saved_beside_its_head(trained):
+    meta = json.loads((trained / "head-plan.json").read_text())
+    assert meta["kind"] == "plan" and meta["training"]["max_turns"] == 3
+    (trained / "p.md").write_text(TASKS[0].prompt)
+    result = trinity("solve", "p.md", "--pool", "pool.toml", "--weights", "head-plan.npz", "--json", "--no-log",
+                     cwd=trained)
+    final = json.loads(result.stdout)
+    assert [[t["agent"], t["role"]] for t in final["turns"]] == LOOP_CHEAP  # wrong, rejected, repaired
+    assert final["verdict"] == "turn_limit" and final["tests"]["passed"]  # no turn left for a Verifier
+    assert result.returncode == 6, result.stderr
+
+
+def test_baselines_chooses_the_rows_and_a_kind_it_does_not_know_is_exit_2(recorded):
+    flags = [*FLAGS, "--weights", "none", "--max-turns", "3", "--json"]
+    none = json.loads(trinity("eval", *flags, "--baselines", "none", cwd=recorded).stdout)
+    assert [r["policy"] for r in none["rows"]] == ["trained"] and none["best_fixed"] is None
+    some = json.loads(trinity("eval", *flags, "--baselines", "loop,single", cwd=recorded).stdout)
+    assert [r["policy"] for r in some["rows"]] == ["trained", "single:cheap", "single:dear", "loop:cheap", "loop:dear"]
+    assert_clean_failure(trinity("eval", *flags, "--baselines", "loop,oracles", cwd=recorded), 2,
+                         "--baselines 'loop,oracles': unknown row kind oracles")
+
+
+def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
+    """Two priced agents behind a loopback address nothing listens on: any call would fail."""
+    (recorded / "api.toml").write_text("".join(
+        f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        f'price_in = {price}\nprice_out = {price}\nmax_tokens = 100\n\n' for name, price in (("cheap", 1.0), ("dear", 20.0))))
+    result = trinity("eval", "--tasks", "tasks.jsonl", "--pool", "api.toml", "--weights", "none", "--max-turns", "3",
+                     "--dry-run", "--no-log", cwd=recorded)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    assert lines["trained"] == "3 episodes" and lines["loop:cheap"] == "3 episodes"
+    # best-fixed: the 2 + 4 family plans on the 9 train tasks, then the chosen one on the 3 test tasks
+    assert lines["best-fixed"].startswith(f"{6 * 9 + 3} episodes")
+    assert lines["oracle"] == f"{(2 + 2 * 2) * 3} episodes"  # each Worker alone, then after each Thinker
+    calls = int(lines["episodes"].split("at most ")[1].split()[0])
+    worst = float(lines["worst case"].split()[0].lstrip("$"))
+    assert calls > 6 * 9 and worst >= calls * 100 * 1.0 / 1e6  # every call bounded at max_tokens, at least
+    assert lines["dry run"] == "nothing was called or written"
