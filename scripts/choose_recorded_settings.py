@@ -45,8 +45,8 @@ from trinity_cli.train.fixed import padded
 from trinity_cli.weights import metadata_for, save_head
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXED = {"generations": 30, "popsize": 16, "sigma0": 0.2, "project": 8, "max_turns": 5, "seed": 0}  # fixed in advance
-GRID = [{"imitate": "best-fixed"}, {"imitate": "routed"}]
+FIXED = {"generations": 30, "popsize": 16, "sigma0": 0.2, "max_turns": 5, "seed": 0}  # fixed in advance
+GRID = [{"imitate": "best-fixed", "project": 8}, {"imitate": "routed", "project": 8}, {"imitate": "routed", "project": 32}]
 FOLDS = 5
 
 
@@ -62,8 +62,8 @@ def validate(args: argparse.Namespace) -> None:
     tasks = load_tasks(args.tasks)
     train_split = gradable(select_split(tasks, "train"))[0]
     gguf = coordinator_path(pool)
-    coordinator = MemoCoordinator(LlamaCoordinator(gguf, n_ctx=pool.coordinator.n_ctx), gguf_sha256(gguf),
-                                  args.scratch / "hidden.sqlite")
+    coordinator = MemoCoordinator(LlamaCoordinator(gguf, n_ctx=pool.coordinator.n_ctx, n_threads=args.threads),
+                                  gguf_sha256(gguf), args.scratch / "hidden.sqlite")
     grader = Grader(args.scratch / "grades.sqlite")
     agents = build_agents(pool.agents, tasks, ResponseStore(args.scratch / "responses.sqlite"),
                           coordinator_model=pool.coordinator.model)
@@ -116,6 +116,10 @@ def choose(args: argparse.Namespace) -> None:
         for suffix in (".npz", ".json", "-plan.npz", "-plan.json"):
             source = args.scratch / name / f"run-{best}{suffix}"
             shutil.copy(source, ROOT / "weights" / f"{name}{suffix}")
+        if doc["cost_weight"]:  # a cost-weighted head routes only when named: the pool's default is the unweighted one
+            for suffix in (".json", "-plan.json"):
+                meta = json.loads((ROOT / "weights" / f"{name}{suffix}").read_text())
+                (ROOT / "weights" / f"{name}{suffix}").write_text(json.dumps({**meta, "auto_select": False}, indent=2) + "\n")
         print(f"chosen {GRID[best]}; wrote weights/{name}.npz and {name}-plan.npz\n"
               f"trinity eval --pool {doc['pool']} --tasks {doc['tasks']} --split test --weights weights/{name}.npz --json")
 
@@ -129,6 +133,7 @@ def main() -> None:
     run.add_argument("--pool", required=True)
     run.add_argument("--tasks", required=True)
     run.add_argument("--cost-weight", type=float, default=0.0)
+    run.add_argument("--threads", type=int, default=None, help="The coordinator's threads (default: every core).")
     pick = commands.add_parser("choose")
     pick.add_argument("heads", nargs="+", help="docs/recorded/<head>.json files to pool, by head name")
     args = parser.parse_args()

@@ -55,7 +55,11 @@ def quiet_llama_logs() -> None:
 
 
 def default_threads() -> int:
-    return max(1, min(8, os.cpu_count() or 1))
+    """The cores this process may run on (a CPU affinity mask or container limit can leave
+    fewer than the machine has: more threads than cores make llama.cpp's spinning threads wait
+    on each other), at most 8."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return max(1, min(8, len(usable)))
 
 
 def numerics(*, n_batch: int, swa_ring: int | None) -> dict[str, Any]:

@@ -12,8 +12,9 @@
    scored without sampling noise, each distinct state encoded and each reply made once.
    fitness = mean expected pass − cost_weight × mean $ per task (train/fitness.py).
 3. cmaes *minimizes*: we tell it −fitness. Its RNG is reseeded from (seed, generation) each
-   generation and the state checkpointed after every tell, so resume is exact. The head
-   returned is the final mean.
+   generation and the state checkpointed after every tell, with the tree nodes the run has
+   paid for (a resumed run makes them again free of charge), so resume is exact, spend
+   included. The head returned is the final mean.
 
 The paper's settings: σ0 = 0.03, population ≈ 32, 60 generations, 16 tasks per candidate
 (≈31k episodes); the tree makes paper scale a matter of seconds once its states are encoded.
@@ -235,13 +236,15 @@ def train(
         state = checkpoint.load(checkpoint_file, fingerprint)
         budget.spent_usd += state["spent_usd"]
         start = state["start"]
+        forest.restore(state["made"], tasks)
     else:
         start = Start(start_head, None, 1.0, float("nan"), float("nan")) if start_head is not None else \
             plan_start(forest, tasks, agents, settings, budget)
         optimizer = SepCMA(mean=start.head.flat.copy(), sigma=settings.sigma0,
                            population_size=settings.popsize, seed=settings.seed)
         state = {"fingerprint": fingerprint, "optimizer": optimizer, "generation": 0, "history": [],
-                 "best": (-np.inf, start.head.flat.copy()), "spent_usd": budget.spent_usd, "start": start}
+                 "best": (-np.inf, start.head.flat.copy()), "spent_usd": budget.spent_usd, "start": start,
+                 "made": list(forest.made)}
     on_start(start)
     optimizer = state["optimizer"]
     stopped_for_budget = False
@@ -274,6 +277,7 @@ def train(
         state["history"].append(row)
         state["generation"] = generation + 1
         state["spent_usd"] = budget.spent_usd
+        state["made"] = list(forest.made)
         if checkpoint_file is not None:
             checkpoint.save(checkpoint_file, state)
         on_generation(GenerationReport(generation + 1, settings.generations, row["best"], row["mean"],

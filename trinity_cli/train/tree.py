@@ -117,6 +117,7 @@ class Forest:
     trees: dict[TreeKey, dict[Path, Node]] = field(default_factory=dict)
     grown: int = 0  # nodes made (agent calls, and encodings where a policy read the state)
     encoded: int = 0
+    made: list[tuple[TreeKey, Path]] = field(default_factory=list)  # the nodes whose calls this forest paid for
 
     def play(self, episodes: Sequence[Episode], budget: Budget | None = None) -> list[Outcome]:
         """Each episode's outcome, as `run_episode` would give it (nodes grown as needed). An
@@ -143,9 +144,28 @@ class Forest:
                     continue
                 self.grown += grow.step is not None or grow.parent is None
                 self.encoded += node.hidden is not None
+                if grow.step is not None:
+                    self.made.append((tree, path))
                 self.trees.setdefault(tree, {})[path] = node
             pending = [walk for walk in pending if walk.outcome is None]
         return [walk.outcome for walk in walks]  # type: ignore[misc]
+
+    def restore(self, made: Sequence[tuple[TreeKey, Path]], tasks: Sequence[Task]) -> None:
+        """Make again, free of charge, the nodes an interrupted run had paid for (`made`, from its
+        checkpoint, whose spend already counts them): a resumed run then spends what the
+        uninterrupted one did."""
+        by_id = {task.task_id: task for task in tasks}
+        todo = sorted(set(made) - set(self.made), key=lambda item: len(item[1]))
+        for depth in sorted({len(path) for _, path in todo}):
+            level = [(tree, path) for tree, path in todo if len(path) == depth]
+            roots = sorted({tree for tree, _ in level if () not in self.trees.get(tree, {})}, key=str)
+            for tree, root in zip(roots, self.runner.map([Grow(by_id[t[0]], self.max_turns, t[1], None) for t in roots], None)):
+                self.trees.setdefault(tree, {})[()] = root  # no call: nothing to pay
+            units = [Grow(by_id[tree[0]], self.max_turns, tree[1], None, self.trees[tree][path[:-1]].state, path[-1])
+                     for tree, path in level]
+            for (tree, path), node in zip(level, self.runner.map(units, None)):
+                self.trees[tree][path] = node
+                self.made.append((tree, path))
 
     def trail(self, episodes: Sequence[Episode], budget: Budget | None = None) -> tuple[list[list[tuple[Node, Step]]], list[Outcome]]:
         """Each greedy episode's decision nodes, their states encoded, with the step taken at
