@@ -25,6 +25,7 @@ task is better: tests/test_kinds.py.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -84,20 +85,60 @@ def write_learnable(folder: Path, models: tuple[str, ...] = MODELS, name: str = 
 
 # --- the kinds record: the best plan depends on the task ------------------------------------
 #
-# Two models, equal prices, on HumanEval and MBPP tasks (the two kinds a linear head can read):
-# `leans-humaneval` is right on a seeded 90 % of the HumanEval tasks and 30 % of the MBPP ones,
-# `leans-mbpp` the mirror image. A wrong program is caught by the visible tests on a seeded 80 %
-# of the tasks (`wrong`: it raises) and slips through on the rest (`sly`: right whenever the
-# visible tests call it, wrong under the hidden tests' check()). With three turns, best-fixed
-# (one model, the Verifier, the other) reaches 0.9 + 0.1·0.8·0.3 = 0.924 on its first model's
-# kind and 0.3 + 0.7·0.8·0.9 = 0.804 on the other: 0.864; routing by kind, 0.924 on both.
+# Two kinds of short synthetic task a linear head can tell apart: `doc` tasks read like
+# HumanEval (integer functions, type hints, a `>>>` example), `ask` tasks like MBPP (string
+# functions, "Write a python function to ..."); short, so that the real coordinator reads
+# every state of the search quickly. Two models at equal prices: `leans-doc` is right on
+# exactly 90 % of the doc tasks and 20 % of the ask tasks (seeded choices), `leans-ask` the
+# mirror image. A wrong program is caught by the visible tests on a seeded half of the tasks
+# (`wrong`: it raises)
+# and slips through on the rest (`sly`: right whenever the visible tests call it, wrong under
+# the hidden tests' check()). With three turns, best-fixed (one model, the Verifier, the
+# other) reaches 0.9 + 0.1·0.5·0.2 = 0.91 on its first model's kind and 0.2 + 0.8·0.5·0.9 =
+# 0.56 on the other: 0.735; routing by kind, 0.91 on both.
 
-KIND_MODELS = ("leans-humaneval", "leans-mbpp")
-KIND_TASKS_PER_FAMILY = 150
+KIND_MODELS = ("leans-doc", "leans-ask")
+KINDS = ("doc", "ask")
+KIND_RIGHT, KIND_WRONG, KIND_CAUGHT = 0.9, 0.2, 0.5
+_DOC_OPS = {"add": ("x plus {k}", lambda x, k: x + k), "subtract": ("x minus {k}", lambda x, k: x - k),
+            "times": ("x times {k}", lambda x, k: x * k), "floor": ("x floor-divided by {k}", lambda x, k: x // k),
+            "modulo": ("x modulo {k}", lambda x, k: x % k), "above": ("the larger of x and {k}", max)}
+_DOC_CODE = {"add": "x + {k}", "subtract": "x - {k}", "times": "x * {k}", "floor": "x // {k}", "modulo": "x % {k}",
+             "above": "max(x, {k})"}
+_ASK_OPS = {"repeat": ("the string s repeated {k} times", "s * {k}"), "head": ("the first {k} characters of s", "s[:{k}]"),
+            "tail": ("s without its first {k} characters", "s[{k}:]"),
+            "pad": ("s followed by {k} dashes", "s + '-' * {k}"),
+            "rotate": ("s rotated left by {k} characters", "s[{k} % len(s):] + s[:{k} % len(s)] if s else s"),
+            "fence": ("s between {k} stars on each side", "'*' * {k} + s + '*' * {k}")}
+_INTS, _STRINGS = (1, 7, -4, 30), ("abc", "trinity", "", "xy")
+
+
+def _doc_task(op: str, k: int) -> Task:
+    name, (text, fn), body = f"{op}_{k}", _DOC_OPS[op], _DOC_CODE[op].format(k=k)
+    prompt = f'def {name}(x: int) -> int:\n    """Return {text.format(k=k)}.\n    >>> {name}(1)\n    {fn(1, k)}\n    """\n'
+    return Task(f"kinds/doc/{name}", prompt, name, "\ndef check(candidate):\n" + "".join(
+        f"    assert candidate({x}) == {fn(x, k)}\n" for x in _INTS), f"    return {body}\n",
+        visible_tests=(f"assert {name}(1) == {fn(1, k)}",))
+
+
+def _ask_task(op: str, k: int) -> Task:
+    name, (text, body) = f"{op}_{k}", _ASK_OPS[op]
+    body = body.format(k=k)
+    prompt = f'def {name}(s) : \n    """\n    Write a python function to return {text.format(k=k)}.\n    """\n'
+    expected = {s: eval(body, {"s": s}) for s in _STRINGS}  # noqa: S307 - our own expressions
+    return Task(f"kinds/ask/{name}", prompt, name, "\ndef check(candidate):\n" + "".join(
+        f"    assert {name}({s!r}) == {e!r}\n" for s, e in expected.items()), f"    return {body}\n",
+        visible_tests=(f"assert {name}({_STRINGS[0]!r}) == {expected[_STRINGS[0]]!r}",))
 
 
 def kind_tasks() -> list[Task]:
-    return load_tasks("humaneval")[:KIND_TASKS_PER_FAMILY] + load_tasks("mbpp")[:KIND_TASKS_PER_FAMILY]
+    """90 tasks of each kind: six operations, k = 2..16."""
+    ks = range(2, 17)
+    return [_doc_task(op, k) for op in _DOC_OPS for k in ks] + [_ask_task(op, k) for op in _ASK_OPS for k in ks]
+
+
+def kind_of(task: Task) -> str:
+    return task.task_id.split("/")[1]
 
 
 def sly(task: Task) -> str:
@@ -110,11 +151,19 @@ def sly(task: Task) -> str:
             f"    return _right_{task.entry_point}(*args, **kwargs)\n")
 
 
+@functools.cache
+def _share(what: str, kind: str, rate: float) -> frozenset[str]:
+    """Exactly `rate` of the tasks of `kind`, in a seeded order."""
+    ids = sorted((t.task_id for t in kind_tasks() if kind_of(t) == kind),
+                 key=lambda i: hashlib.sha256(f"{what}:{i}".encode()).digest())
+    return frozenset(ids[:round(rate * len(ids))])
+
+
 def kind_program(model: str, task: Task) -> str:
-    strong = (model == KIND_MODELS[0]) == (family(task) == "humaneval")
-    if seeded(f"{model}:right", task, 0.9 if strong else 0.3):
+    kind = kind_of(task)
+    if task.task_id in _share(f"{model}:right", kind, KIND_RIGHT if KIND_MODELS.index(model) == KINDS.index(kind) else KIND_WRONG):
         return right(task)
-    return wrong(task) if seeded(f"{model}:caught", task, 0.8) else sly(task)
+    return wrong(task) if task.task_id in _share(f"{model}:caught", kind, KIND_CAUGHT) else sly(task)
 
 
 def write_kinds(folder: Path) -> Path:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 from learnable_record import MODELS, family, learnable_tasks, program, right, write_learnable
-from learning import PermutedCoordinator, train_and_score
+from learning import PermutedCoordinator, chosen_settings, train_and_score
 
 from trinity_cli.config import load_pool
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import select_split
-from trinity_cli.train.es import TrainSettings
 
-# the settings scripts/choose_recorded_settings.py starts from, fixed before any run on this record
-SETTINGS = TrainSettings(generations=30, popsize=8, sigma0=0.3, batch_size=32, seed=0, max_turns=1, project=4)
+# one Worker turn, as on the simulated pool: the settings its validation slice chose there
+# (tests/learning_settings.json), never tuned on this record
+SETTINGS = chosen_settings()
 
 
 @pytest.fixture(scope="module")

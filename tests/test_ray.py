@@ -39,7 +39,7 @@ SIM_AGENTS = "".join(
 # (here a random one of this test cluster's, in the environment of the cluster and its clients)
 TOKEN_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
 TRAIN = ["--max-turns", "2", "--generations", "3", "--popsize", "4", "--batch-size", "4", "--project", "4",
-         "--sigma0", "0.3", "--seed", "3", "-q", "--no-log"]
+         "--sigma0", "0.3", "--seed", "3", "--folds", "0", "-q", "--no-log"]
 
 
 @pytest.fixture(scope="module")

@@ -295,7 +295,7 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
 
 
 RECORDED_POOL, RECORDED_TASKS = "ldb-humaneval", 32  # the recorded pool's training run: its first train-split tasks
-PAPER_SCALE = {"generations": 60, "popsize": 32, "batch_size": 16}  # the paper's 30,720 episodes
+PAPER_SCALE: dict[str, Any] = {"generations": 60, "popsize": 32, "batch_size": 16}  # the paper's 30,720 episodes
 
 
 def recorded_train_throughput() -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,7 +25,7 @@ class _Defaults:  # train.es.TrainSettings' defaults, without importing numpy fo
     sigma0: float = 0.2
     max_turns: int = 5
     project: int = 8
-    imitate: str = "best-fixed"
+    imitate: str = "auto"
 
 
 DEFAULTS = _Defaults()
@@ -33,10 +33,12 @@ DEFAULTS = _Defaults()
 
 HELP = """Evolve the routing head with sep-CMA-ES on the task set's train split.
 
-The search starts from best-fixed, the best hand-built plan on the training tasks (a sequence
-of Worker answers with the cheapest Verifier between them), and scores every candidate
-exactly, greedily, on every training task (--batch-size: fewer a generation). Then --folds K
-cross-validation (default 5) trains again without each fold and compares head and plan on it.
+The search starts from a head fitted to play best-fixed, the best hand-built plan on the
+training tasks (a sequence of Worker answers with the cheapest Verifier between them), or
+(--imitate routed) the plan it reads from each task's problem, and scores every candidate
+exactly, greedily, on every training task (--batch-size: fewer a generation). First --folds K
+cross-validation (default 5) trains without each fold and compares head and plan on it; with
+--imitate auto (the default) for both starts, and the better held-out head's start is taken.
 
 Writes OUT (.npz; by default `<pool>-<tasks>.npz` in the user heads folder, where solve
 finds it) with its .json metadata, OUT-plan.npz (the starting plan, a routing policy that
@@ -66,7 +68,7 @@ def train(
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = DEFAULTS.max_turns,
     cost_weight: Annotated[float, typer.Option("--cost-weight", min=0.0, help="Fitness −= this × mean $ per task.")] = 0.0,
     project: Annotated[int | None, typer.Option("--project", min=1, help="Head over the top K principal components of the states.")] = DEFAULTS.project,
-    imitate: Annotated[str, typer.Option("--imitate", help="Where the search starts: best-fixed on every task, or 'routed': the plan read from each task's problem.")] = DEFAULTS.imitate,
+    imitate: Annotated[str, typer.Option("--imitate", help="Where the search starts: 'best-fixed' on every task, 'routed': the plan read from each task's problem, or 'auto': the one cross-validation prefers (best-fixed with --folds 0).")] = DEFAULTS.imitate,
     folds: Annotated[int, typer.Option("--folds", min=0, help="Cross-validate head against plan over K folds of the training tasks (0: skip).")] = 5,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0)] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
@@ -93,7 +95,7 @@ def train(
     )
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
-    from trinity_cli.train.crossval import cross_validate
+    from trinity_cli.train.crossval import starts
     from trinity_cli.train.es import IMITATE, TrainSettings, new_forest
     from trinity_cli.train.es import train as run_training
     from trinity_cli.train.fitness import default_workers
@@ -120,12 +122,13 @@ def train(
         folds = len(train_tasks)
         if not quiet:
             stderr.print(f"note: --folds {folds}: one fold per training task", markup=False)
-    if imitate not in IMITATE:
-        raise UsageError(f"--imitate {imitate!r}: one of {', '.join(IMITATE)}")
+    if imitate not in (*IMITATE, "auto"):
+        raise UsageError(f"--imitate {imitate!r}: one of {', '.join(IMITATE)}, auto")
+    imitations = IMITATE if imitate == "auto" and folds else ("best-fixed",) if imitate == "auto" else (imitate,)
     settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd,
-                             imitate)
+                             imitations[0])
     if dry_run:
-        print_plan(train_tasks, pool_cfg.agents, settings, folds)
+        print_plan(train_tasks, pool_cfg.agents, settings, folds, len(imitations))
         return 0
     caches = open_caches(no_cache)
     agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
@@ -141,11 +144,20 @@ def train(
             f"between them, on {len(train_tasks)} training tasks (each turn made and graded once; quick on a rerun)")
     cluster = runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers,
                          coordinators={backbone.transcript_format: coordinator}, caches=caches, quiet=quiet)
-    validation = None
+    validation, validations = None, {}
     budget = Budget(budget_usd)
     with logged as summary, cluster as runner, display:
         forest = new_forest(agents, coordinator, caches.grader, settings.max_turns, workers, runner)
         try:
+            if folds:
+                say(f"cross-validating {' and '.join(imitations)} over {folds} folds: in each, the plan chosen and a "
+                    "head trained without the fold, both scored on it")
+                chosen, validations = starts(train_tasks, agents, coordinator, caches.grader, settings, imitations, folds,
+                                             forest, budget, on_fold=lambda name, fold: say(f"{name}: fold {fold}/{folds} done"))
+                settings, validation = replace(settings, imitate=chosen), validations[chosen]
+                if len(imitations) > 1:
+                    say(f"start: {chosen} (held-out heads: " + ", ".join(
+                        f"{name} {v.head_fitness:.4f}" for name, v in validations.items()) + ")")
             result = run_training(
                 train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
                 resume=resume, fingerprint={"pool": [a.name for a in pool_cfg.agents], "backbone": backbone.sha256,
@@ -153,10 +165,6 @@ def train(
                 on_generation=display.update, forest=forest, budget=budget,
                 on_start=lambda start: say(start_line(start, agents)),
             )
-            if folds and not result.stopped_for_budget:
-                say(f"cross-validating over {folds} folds: the plan re-chosen and the head trained again without each")
-                validation = cross_validate(train_tasks, agents, coordinator, caches.grader, settings, folds, forest,
-                                            budget, on_fold=lambda fold, _: say(f"fold {fold}/{folds} done"))
         except BudgetExceeded as refused:
             summary.done("budget", budget.spent_usd, {"tasks": tasks, "out": str(out)}, refused.message)
             raise BudgetExceeded(f"{refused.message} (before any head was made: nothing written)") from None
@@ -169,6 +177,8 @@ def train(
                 "final_best_fitness": result.best_fitness, "fitness": result.fitness, "spent_usd": result.spent_usd,
                 "start": result.start.as_json(agents), "below_start": below_start,
                 "validation": None if validation is None else validation.as_json(),
+                "starts": {name: {k: v.as_json()[k] for k in ("head_fitness", "plan_fitness", "paired_margin_se")}
+                           for name, v in validations.items()},
                 "history": result.history, "stopped_for_budget": result.stopped_for_budget}
     meta = metadata_for(backbone, pool_cfg, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
                         training=training, **({"auto_select": False} if below_start else {}))
@@ -237,14 +247,15 @@ def unfinished(out: Path) -> bool:
     return checkpoint.exists() and not (out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime)
 
 
-def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: TrainSettings, folds: int) -> None:
+def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: TrainSettings, folds: int, starts: int) -> None:
     """--dry-run: the run's size and an upper bound of its cost, on stdout."""
     from trinity_cli.train.plan import plan_training
 
-    plan = plan_training(tasks, agents, settings, folds)
+    plan = plan_training(tasks, agents, settings, folds, starts)
     batch = len(tasks) if settings.batch_size is None else min(settings.batch_size, len(tasks))
     print(f"episodes: {plan.episodes} (best-fixed and the start {plan.parts.get('best-fixed', 0)}; the search "
-          f"{plan.parts.get('search', 0)}; cross-validation {plan.parts.get('cross-validation', 0)}, --folds {folds})")
+          f"{plan.parts.get('search', 0)}; cross-validation {plan.parts.get('cross-validation', 0)}, --folds {folds}"
+          f"{f' for each of {starts} starts' if starts > 1 else ''})")
     print(f"search: {plan.parts.get('search', 0)} episodes ({settings.generations} generations × {settings.popsize} "
           f"candidates × {batch} tasks, then the head on the {len(tasks)} training tasks)")
     print(f"agent calls: at most {plan.calls} (episodes × their turn limit; each distinct turn is made once, "

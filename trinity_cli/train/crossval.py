@@ -7,9 +7,10 @@ held out once, so the paired margin of head over plan is taken over all the trai
 per task value = expected pass − cost weight × $. The folds share one forest (train/tree.py):
 a state encoded for one fold serves the others.
 
-`trinity train` runs it after training (`--folds`, default 5) and records the result in the
-head's metadata (`training.validation`); a head whose margin is below zero is `below_start`, and
-the plan, saved beside it, routes by default instead.
+`trinity train` runs it before training (`--folds`, default 5), for each start it may take
+(`--imitate auto`: best-fixed and routed, the better held-out head chosen; `starts`), and
+records the chosen one in the head's metadata (`training.validation`); a head whose margin is
+below zero is `below_start`, and the plan, saved beside it, routes by default instead.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,10 @@ class CrossValidation:
         return margin if math.isfinite(margin) else None
 
     @property
+    def head_fitness(self) -> float:
+        return float(np.mean(self.head))
+
+    @property
     def mean_difference(self) -> float:
         return float(np.mean(self.head) - np.mean(self.plan))
 
@@ -72,7 +77,7 @@ class CrossValidation:
     def as_json(self) -> dict[str, Any]:
         margin = self.margin_se
         return {"folds": self.k, "tasks": len(self.task_ids), "cost_weight": self.cost_weight,
-                "head_fitness": round(float(np.mean(self.head)), 6), "plan_fitness": round(float(np.mean(self.plan)), 6),
+                "head_fitness": round(self.head_fitness, 6), "plan_fitness": round(float(np.mean(self.plan)), 6),
                 "paired_margin_se": None if margin is None else round(margin, 3), "tasks_differing": self.differing,
                 "below_start": self.below_start, "plans": self.plans,
                 "per_task": {"task_id": self.task_ids, "head": [round(v, 6) for v in self.head],
@@ -111,3 +116,14 @@ def cross_validate(tasks: Sequence[Task], agents: Sequence[Any], coordinator: An
         on_fold(fold + 1, result)
     return CrossValidation(k, [t.task_id for t in tasks], head_values, plan_values, plans, differing,
                            settings.cost_weight)
+
+
+def starts(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grader: Any, settings: TrainSettings,
+           imitations: Sequence[str], k: int, forest: Forest, budget: Budget | None = None,
+           on_fold: Callable[[str, int], None] = lambda imitate, fold: None) -> tuple[str, dict[str, CrossValidation]]:
+    """Each start (`TrainSettings.imitate`) cross-validated on the same folds; the one whose
+    held-out heads score highest (ties: the first named)."""
+    validations = {name: cross_validate(tasks, agents, coordinator, grader, replace(settings, imitate=name), k, forest,
+                                        budget, lambda fold, _: on_fold(name, fold))  # called while `name` is this one
+                   for name in imitations}
+    return max(imitations, key=lambda name: validations[name].head_fitness), validations

@@ -69,12 +69,14 @@ class Tally:
         return Plan(self.episodes, self.calls, None if self.unpriced else self.worst, self.unpriced, self.parts)
 
 
-def plan_training(tasks: Sequence[Task], agents: Sequence[AgentSpec], settings: TrainSettings, folds: int = 0) -> Plan:
+def plan_training(tasks: Sequence[Task], agents: Sequence[AgentSpec], settings: TrainSettings, folds: int = 0,
+                  starts: int = 1) -> Plan:
+    """`trinity train`: the training run, and `folds`-fold cross-validation of each of `starts` starts."""
     from trinity_cli.train.crossval import folds as deal
 
     tally = Tally(agents)
     add_training(tally, tasks, agents, settings, "")
-    for held_out in (deal(tasks, folds) if folds else []):
+    for held_out in (deal(tasks, folds) * starts if folds else []):
         fit = [t for i, t in enumerate(tasks) if i not in set(held_out)]
         add_training(tally, fit, agents, settings, "cross-validation")
         tally.add("cross-validation", [tasks[i] for i in held_out], settings.max_turns, 3)  # head, plan, padded plan

@@ -175,7 +175,9 @@ class Forest:
 
     def steps(self, episode: Episode) -> list[tuple[Node, Step]]:
         """A greedy episode played before (`play`): its decision nodes and the step at each."""
-        tree, path, trail = self.trees.get((episode.task_id, episode.agents), {}), (), []
+        tree = self.trees.get((episode.task_id, episode.agents), {})
+        path: Path = ()
+        trail: list[tuple[Node, Step]] = []
         while (node := tree.get(path)) is not None and not (node.state.done or len(node.state.records) >= episode.max_turns):
             decision = decision_from(node.state, episode.policy.choose(node.hidden, node.state.next_turn))
             step = (decision.agent_index, ROLE_ORDER.index(decision.role))
