@@ -196,14 +196,14 @@ def test_eval_under_a_budget_stops_with_the_rows_finished_so_far(workdir):
     whole = trinity("eval", *flags, "--json")
     assert whole.returncode == 0, whole.stderr
     full = json.loads(whole.stdout)
-    assert full["partial"] is False and full["error"] is None and len(full["rows"]) == 10  # cascade included
+    assert full["partial"] is False and full["error"] is None and len(full["rows"]) == 13  # 3 agents: 3 loop: rows and cascade included
     spent = full["budget"]["spent_usd"]
     limit = f"{spent / 2:.6f}"  # the oracle's plans and every row draw on it: it stops halfway
     result = trinity("eval", *flags, "--json", "--budget-usd", limit)
     assert result.returncode == 5, result.stderr
     report = json.loads(result.stdout)
     assert report["partial"] is True and "--budget-usd" in report["error"]
-    assert 1 <= len(report["rows"]) < 10 and report["rows"] == full["rows"][:len(report["rows"])]
+    assert 1 <= len(report["rows"]) < 13 and report["rows"] == full["rows"][:len(report["rows"])]
     assert report["budget"]["spent_usd"] <= float(limit) and report["split"] == "all"
     assert "eval stopped" in result.stderr and "Traceback" not in result.stderr
     table = trinity("eval", *flags, "--budget-usd", limit)

@@ -243,7 +243,10 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     assert meta["trained"] is True and len(meta["training"]["history"]) == 2
     training = meta["training"]
     assert training["start"]["plan"][0][1] == "worker" and len(training["start"]["plan"]) == 1  # one turn: one answer
-    assert training["validation"]["folds"] == 2 and training["validation"]["tasks"] == 14
+    assert training["validation"]["folds"] == 2 and training["validation"]["tasks"] == training["n_tasks"] == 10
+    assert set(training["starts"]) == {"best-fixed", "routed"}  # --imitate auto: both cross-validated, ...
+    chosen = max(training["starts"], key=lambda name: training["starts"][name]["head_fitness"])
+    assert training["imitate"] == chosen  # ... the better held-out head's start trained
     assert training["below_start"] == training["validation"]["below_start"]
     plan = json.loads((workdir / "head-plan.json").read_text())  # the start's plan, a routing policy too
     assert plan["kind"] == "plan" and plan["training"]["plan_of"] == "head.npz"

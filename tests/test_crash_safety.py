@@ -16,7 +16,7 @@ from test_cli import SIM_POOL, TRINITY
 
 from trinity_cli.tasks.taskset import load_humaneval
 
-GENERATIONS = 10
+GENERATIONS = 30
 
 
 def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(workdir, monkeypatch):
@@ -28,7 +28,7 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
         {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
          "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in tasks))
     flags = ["train", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "2", "--generations",
-             str(GENERATIONS), "--popsize", "4", "--batch-size", "4", "--project", "4", "--sigma0", "0.3", "--seed", "3",
+             str(GENERATIONS), "--popsize", "4", "--batch-size", "4", "--project", "4", "--sigma0", "1.0", "--seed", "3",
              "--folds", "0"]
     rng = random.Random(11)
     checkpoint = workdir / "killed.ckpt"
