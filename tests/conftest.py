@@ -24,6 +24,19 @@ for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API
     os.environ.pop(key, None)
 
 
+def _one_core_per_worker() -> None:
+    """Under pytest-xdist (`-n auto` in pyproject.toml: one worker a core), each worker and what it
+    starts keeps to a core of its own: llama.cpp's threads spin while they wait, and two
+    processes' threads sharing cores slow each other many times over."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ...
+    if worker.startswith("gw") and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[int(worker[2:]) % len(cores)]})
+
+
+_one_core_per_worker()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)
 

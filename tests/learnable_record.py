@@ -125,7 +125,7 @@ def _ask_task(op: str, k: int) -> Task:
     name, (text, body) = f"{op}_{k}", _ASK_OPS[op]
     body = body.format(k=k)
     prompt = f'def {name}(s) : \n    """\n    Write a python function to return {text.format(k=k)}.\n    """\n'
-    expected = {s: eval(body, {"s": s}) for s in _STRINGS}  # noqa: S307 - our own expressions
+    expected = {s: eval(body, {"s": s}) for s in _STRINGS}  # our own expressions
     return Task(f"kinds/ask/{name}", prompt, name, "\ndef check(candidate):\n" + "".join(
         f"    assert {name}({s!r}) == {e!r}\n" for s, e in expected.items()), f"    return {body}\n",
         visible_tests=(f"assert {name}({_STRINGS[0]!r}) == {expected[_STRINGS[0]]!r}",))

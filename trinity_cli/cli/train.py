@@ -15,6 +15,7 @@ from trinity_cli.cli.console import stderr
 if TYPE_CHECKING:
     from trinity_cli.config import AgentSpec
     from trinity_cli.tasks.taskset import Task
+    from trinity_cli.train.crossval import CrossValidation
     from trinity_cli.train.es import TrainSettings
 
 
@@ -144,7 +145,8 @@ def train(
             f"between them, on {len(train_tasks)} training tasks (each turn made and graded once; quick on a rerun)")
     cluster = runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers,
                          coordinators={backbone.transcript_format: coordinator}, caches=caches, quiet=quiet)
-    validation, validations = None, {}
+    validation: CrossValidation | None = None
+    validations: dict[str, CrossValidation] = {}
     budget = Budget(budget_usd)
     with logged as summary, cluster as runner, display:
         forest = new_forest(agents, coordinator, caches.grader, settings.max_turns, workers, runner)

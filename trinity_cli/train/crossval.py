@@ -15,6 +15,7 @@ below zero is `below_start`, and the plan, saved beside it, routes by default in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Sequence
@@ -124,6 +125,10 @@ def starts(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grade
     """Each start (`TrainSettings.imitate`) cross-validated on the same folds; the one whose
     held-out heads score highest (ties: the first named)."""
     validations = {name: cross_validate(tasks, agents, coordinator, grader, replace(settings, imitate=name), k, forest,
-                                        budget, lambda fold, _: on_fold(name, fold))  # called while `name` is this one
+                                        budget, functools.partial(_fold_done, on_fold, name))
                    for name in imitations}
     return max(imitations, key=lambda name: validations[name].head_fitness), validations
+
+
+def _fold_done(on_fold: Callable[[str, int], None], name: str, fold: int, _: TrainResult) -> None:
+    on_fold(name, fold)
