@@ -36,6 +36,16 @@ def _one_core_per_worker() -> None:
 
 _one_core_per_worker()
 
+# Modules whose runs read the same coordinator states go to one worker, where the session's
+# memo encodes each state once; every other module is a group of its own (--dist loadgroup).
+SHARED_STATES = {"test_learning_records": "learnable", "test_universal": "learnable"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else item.nodeid
+        item.add_marker(pytest.mark.xdist_group(SHARED_STATES.get(module, module)))
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)

@@ -132,8 +132,8 @@ def _ask_task(op: str, k: int) -> Task:
 
 
 def kind_tasks() -> list[Task]:
-    """90 tasks of each kind: six operations, k = 2..16."""
-    ks = range(2, 17)
+    """60 tasks of each kind: six operations, k = 2..11."""
+    ks = range(2, 12)
     return [_doc_task(op, k) for op in _DOC_OPS for k in ks] + [_ask_task(op, k) for op in _ASK_OPS for k in ks]
 
 

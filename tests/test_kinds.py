@@ -73,7 +73,7 @@ def kinds(tmp_path_factory, memo):
 
 def test_the_record_is_what_its_comment_says(kinds):
     tasks, grader = kinds["tasks"], kinds["grader"]
-    for task in tasks[::9]:  # the three kinds of program do what they are for
+    for task in tasks[::6]:  # the three kinds of program do what they are for
         assert grader.passes(task, right(task)) and "<verdict>ACCEPT" in visible_test_verdict(task, right(task))
         assert not grader.passes(task, sly(task)) and "<verdict>ACCEPT" in visible_test_verdict(task, sly(task))
         assert not grader.passes(task, wrong(task)) and "<verdict>REJECT" in visible_test_verdict(task, wrong(task))
@@ -81,7 +81,7 @@ def test_the_record_is_what_its_comment_says(kinds):
         for kind in KINDS:
             of_kind = [t for t in tasks if kind_of(t) == kind]
             rate = KIND_RIGHT if kind == strong else KIND_WRONG
-            assert len(of_kind) == 90 and np.mean([kind_program(model, t) == right(t) for t in of_kind]) == pytest.approx(rate)
+            assert len(of_kind) == 60 and np.mean([kind_program(model, t) == right(t) for t in of_kind]) == pytest.approx(rate)
     wrongs = [kind_program(m, t) for m in KIND_MODELS for t in tasks if kind_program(m, t) != right(t)]
     assert abs(np.mean([p.endswith("raise NotImplementedError\n") for p in wrongs]) - KIND_CAUGHT) < 0.1
 
@@ -108,7 +108,7 @@ def test_cross_validation_starts_from_the_plan_read_from_the_task(kinds):
 
 def test_a_head_that_reads_the_task_beats_best_fixed_on_held_out_tasks(kinds):
     validation, rows = kinds["validations"][kinds["chosen"]], kinds["rows"]
-    assert len(validation.task_ids) == len(kinds["train"]) >= 120
+    assert len(validation.task_ids) == len(kinds["train"]) >= 80
     assert validation.margin_se >= 2, validation.as_json()
     assert validation.differing >= 20  # it routes: its choices differ from the plan's on many tasks
     assert not validation.below_start

@@ -46,6 +46,7 @@ def sim(tmp_path_factory, memo):
     return {
         "root": root, "pool": pool, "tasks": tasks, "coordinator": memo,
         "train": train_split, "fit": fit, "validation": validation, "test": select_split(tasks, "test"),
+        "few": train_split[:36],  # what the run mechanics (resume, caches, budget) are tested on
         "grader": Grader(root / "grades.sqlite"),
     }
 
@@ -127,21 +128,21 @@ SMALL = TrainSettings(generations=6, popsize=6, sigma0=0.3, batch_size=8, seed=3
 
 def test_resume_reaches_the_same_head_as_an_uninterrupted_run(sim):
     agents, _ = agents_for(sim)
-    whole = train(sim["train"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "whole.ckpt")
+    whole = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "whole.ckpt")
     ckpt = sim["root"] / "parts.ckpt"
-    first = train(sim["train"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, stop_after=3)
+    first = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, stop_after=3)
     assert len(first.history) == 3
-    resumed = train(sim["train"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, resume=True)
+    resumed = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, resume=True)
     assert resumed.history == whole.history
     assert np.array_equal(resumed.head.weights, whole.head.weights)  # exact: same floats, same order
 
 
 def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
     agents, store = agents_for(sim, "fresh-responses.sqlite")
-    first = train(sim["train"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c1.ckpt")
+    first = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c1.ckpt")
     assert store.stats.misses > 0
     agents, store = agents_for(sim, "fresh-responses.sqlite")
-    second = train(sim["train"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c2.ckpt")
+    second = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c2.ckpt")
     assert store.stats.misses == 0 and store.stats.hits > 0
     assert np.array_equal(first.head.weights, second.head.weights)
     assert second.spent_usd == pytest.approx(first.spent_usd)  # fitness uses the recorded cost
@@ -150,16 +151,16 @@ def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
 def test_budget_stops_between_generations_without_a_partial_tell(sim):
     agents, _ = agents_for(sim)
     exploring = replace(SMALL, sigma0=2.0)  # candidates far from the start: many turns not made before
-    unlimited = train(sim["train"], agents, sim["coordinator"], sim["grader"], exploring, sim["root"] / "free.ckpt")
+    unlimited = train(sim["few"], agents, sim["coordinator"], sim["grader"], exploring, sim["root"] / "free.ckpt")
     searched = unlimited.spent_usd - unlimited.start.spent_usd
     assert searched > 0.05  # the search's own new turns: ten times any one call's worst case and more
     settings = replace(exploring, budget_usd=unlimited.start.spent_usd + searched / 2)
     ckpt = sim["root"] / "budget.ckpt"
-    result = train(sim["train"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
+    result = train(sim["few"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
     assert result.stopped_for_budget
     assert result.spent_usd <= settings.budget_usd
     assert len(result.history) < settings.generations
-    state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["train"]]})
+    state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["few"]]})
     assert state["generation"] == len(result.history) == state["optimizer"].generation
 
 
@@ -168,7 +169,7 @@ def test_a_budget_that_cannot_pay_for_the_start_writes_nothing(sim):
     settings = replace(SMALL, budget_usd=0.0001)
     ckpt = sim["root"] / "poor.ckpt"
     with pytest.raises(BudgetExceeded, match="budget-usd"):
-        train(sim["train"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
+        train(sim["few"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
     assert not ckpt.exists()
 
 
