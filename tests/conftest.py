@@ -36,15 +36,20 @@ def _one_core_per_worker() -> None:
 
 _one_core_per_worker()
 
-# Modules whose runs read the same coordinator states go to one worker, where the session's
-# memo encodes each state once; every other module is a group of its own (--dist loadgroup).
-SHARED_STATES = {"test_learning_records": "learnable", "test_universal": "learnable"}
+# Modules whose runs read the same coordinator states go to one worker, one after the other,
+# where the session's memo encodes each state once; every other module is a unit of its own.
+SHARED_STATES = {"tests/test_learning_records.py": "learnable", "tests/test_universal.py": "learnable"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.module.__name__.rpartition(".")[2] if item.module else item.nodeid
-        item.add_marker(pytest.mark.xdist_group(SHARED_STATES.get(module, module)))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedStates(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SHARED_STATES.get(module, module)
+
+    return SharedStates(config, log)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
