@@ -158,7 +158,7 @@ def train(
                                              forest, budget, on_fold=lambda name, fold: say(f"{name}: fold {fold}/{folds} done"))
                 settings, validation = replace(settings, imitate=chosen), validations[chosen]
                 if len(imitations) > 1:
-                    say(f"start: {chosen} (held-out heads: " + ", ".join(
+                    say(f"chosen start: {chosen} (held-out heads: " + ", ".join(
                         f"{name} {v.head_fitness:.4f}" for name, v in validations.items()) + ")")
             result = run_training(
                 train_tasks, agents, coordinator, caches.grader, settings, checkpoint_path(out),
