@@ -120,3 +120,18 @@ def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
     worst = float(lines["worst case"].split()[0].lstrip("$"))
     assert calls > 6 * 9 and worst >= calls * 100 * 1.0 / 1e6  # every call bounded at max_tokens, at least
     assert lines["dry run"] == "nothing was called or written"
+
+
+@pytest.mark.parametrize("pool", ["ldb-humaneval", "ldb-mbpp"])
+def test_a_recorded_pool_routes_by_default_with_the_head_its_claims_are_about(pool):
+    """docs/measurements.md's recorded heads: what `trinity pool` names with no --weights is the
+    head `trinity train` made at its defaults (cross-validated, not below its plan), and runs
+    at the turns it was trained for."""
+    result = trinity("pool", "--pool", pool, "--json")
+    assert result.returncode == 0, result.stderr
+    head = Path(json.loads(result.stdout)["policy"]["source"])
+    assert head.parent.name == "weights" and head.name == f"{pool}.npz"
+    training = json.loads(head.with_suffix(".json").read_text())["training"]
+    assert training["max_turns"] == 5 and training["cost_weight"] == 0 and training["folds"] == 5
+    assert set(training["starts"]) == {"best-fixed", "routed"} and training["below_start"] is False
+    assert training["validation"]["paired_margin_se"] >= 0

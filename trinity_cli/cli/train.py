@@ -125,7 +125,7 @@ def train(
             stderr.print(f"note: --folds {folds}: one fold per training task", markup=False)
     if imitate not in (*IMITATE, "auto"):
         raise UsageError(f"--imitate {imitate!r}: one of {', '.join(IMITATE)}, auto")
-    imitations = IMITATE if imitate == "auto" and folds else ("best-fixed",) if imitate == "auto" else (imitate,)
+    imitations = (imitate,) if imitate != "auto" else IMITATE if folds else IMITATE[:1]  # no folds: best-fixed
     settings = TrainSettings(generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd,
                              imitations[0])
     if dry_run:
