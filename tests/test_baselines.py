@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_cli import assert_clean_failure, trinity
 
+from trinity_cli.cli.train import DEFAULTS
 from trinity_cli.tasks.taskset import Task, load_humaneval, select_split
 
 TASKS = load_humaneval()[:12]
@@ -70,8 +71,9 @@ def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(traine
                                     "train_tasks": len(TRAIN), "cost_weight": 2.5}
     assert 0.9 < report["best_fixed"]["train_fitness"] < 1.0  # pass@1 1.0 less 2.5 × its small $
     assert rows["best-fixed"] == {**rows["loop:cheap"], "policy": "best-fixed"}  # the same plan, played the same
-    assert rows["trained"]["pass_at_1"] == 1.0  # the plan train saved is best-fixed at the head's cost weight
-    assert "vs_best_fixed" in report["paired_margin_se"]
+    # the plan train saved is best-fixed at the head's cost weight: the same row, and no margin between them
+    assert rows["trained"] == {**rows["best-fixed"], "policy": "trained"} and rows["trained"]["pass_at_1"] == 1.0
+    assert report["paired_margin_se"]["vs_best_fixed"] == 0.0  # no task where they differ
     table = trinity("eval", *FLAGS, "--weights", "head-plan.npz", cwd=trained)
     assert "best-fixed: cheap worker → cheap verifier → cheap worker (chosen on 9 train-split tasks" in \
         " ".join(table.stderr.split())
@@ -125,13 +127,15 @@ def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
 @pytest.mark.parametrize("pool", ["ldb-humaneval", "ldb-mbpp"])
 def test_a_recorded_pool_routes_by_default_with_the_head_its_claims_are_about(pool):
     """docs/measurements.md's recorded heads: what `trinity pool` names with no --weights is the
-    head `trinity train` made at its defaults (cross-validated, not below its plan), and runs
-    at the turns it was trained for."""
+    head `trinity train` made at its defaults (both starts cross-validated, not below its plan),
+    trained for the 5 turns solve and eval then default to (test_cli checks that default)."""
     result = trinity("pool", "--pool", pool, "--json")
     assert result.returncode == 0, result.stderr
     head = Path(json.loads(result.stdout)["policy"]["source"])
     assert head.parent.name == "weights" and head.name == f"{pool}.npz"
     training = json.loads(head.with_suffix(".json").read_text())["training"]
-    assert training["max_turns"] == 5 and training["cost_weight"] == 0 and training["folds"] == 5
-    assert set(training["starts"]) == {"best-fixed", "routed"} and training["below_start"] is False
-    assert training["validation"]["paired_margin_se"] >= 0
+    defaults = {name: getattr(DEFAULTS, name) for name in ("generations", "popsize", "sigma0", "max_turns", "project")}
+    assert {name: training[name] for name in defaults} == defaults and training["max_turns"] == 5
+    assert training["cost_weight"] == 0 and training["folds"] == 5 and training["batch_size"] is None
+    assert set(training["starts"]) == {"best-fixed", "routed"} and training["imitate"] in training["starts"]
+    assert training["below_start"] is False and (training["validation"]["paired_margin_se"] or 0) >= 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import re
 import signal
 import subprocess
 import time
@@ -32,7 +33,7 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
              "--folds", "0"]
     rng = random.Random(11)
     checkpoint = workdir / "killed.ckpt"
-    kills, last_generation = 0, 0
+    kills, resumed, last_generation = 0, 0, 0
     for _ in range(30):
         resume = ["--resume"] if checkpoint.exists() else []
         proc = subprocess.Popen([TRINITY, *flags, "--out", "killed.npz", *resume],
@@ -42,13 +43,13 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
             assert proc.returncode == 0, proc.stderr.read()
             break
         proc.send_signal(signal.SIGKILL)
-        printed = proc.communicate()[1].count(f"/{GENERATIONS} ")
-        kills += 1
+        printed = max(map(int, re.findall(rf"gen (\d+)/{GENERATIONS} ", proc.communicate()[1])), default=0)
+        kills, resumed = kills + 1, resumed + bool(resume)
         if checkpoint.exists():
             state = pickle.loads(checkpoint.read_bytes())  # never corrupt: always a whole pickle
             assert state["generation"] >= last_generation and state["generation"] >= printed
             last_generation = state["generation"]
-    assert kills >= 3 and (workdir / "killed.npz").exists()
+    assert kills >= 3 and resumed >= 1 and last_generation >= 1 and (workdir / "killed.npz").exists()
     whole = subprocess.run([TRINITY, *flags, "--out", "whole.npz"], capture_output=True, check=False, text=True, timeout=600)
     assert whole.returncode == 0, whole.stderr
     a, b = np.load(workdir / "whole.npz"), np.load(workdir / "killed.npz")

@@ -101,9 +101,12 @@ def test_the_best_fixed_start_plays_best_fixed(kinds):
 
 def test_cross_validation_starts_from_the_plan_read_from_the_task(kinds):
     validations = kinds["validations"]
-    assert kinds["chosen"] == "routed" and kinds["trained"].start.plan == kinds["best_fixed_start"].plan
+    assert kinds["chosen"] == "routed"
     assert validations["routed"].head_fitness > validations["best-fixed"].head_fitness
-    assert validations["routed"].plan == validations["best-fixed"].plan  # the same folds, the same plans
+    forest, head = kinds["forest"], kinds["trained"].head
+    first = [forest.steps(Episode(t, head, 3, None, forest.reader))[0][1] for t in kinds["train"]]
+    right_model = [agent == KINDS.index(kind_of(t)) for (agent, _), t in zip(first, kinds["train"])]
+    assert np.mean(right_model) >= 0.8  # its first answer comes from the model of the task's kind
 
 
 def test_a_head_that_reads_the_task_beats_best_fixed_on_held_out_tasks(kinds):
@@ -121,8 +124,8 @@ def test_a_head_that_reads_the_task_beats_best_fixed_on_held_out_tasks(kinds):
 
 
 def test_a_plan_best_only_on_the_eval_split_is_never_chosen_as_best_fixed(workdir):
-    """`planted` answers right exactly on the test split's tasks, and the Verifier passes
-    everything; on the train split `steady` is best. eval must choose best-fixed on train."""
+    """`planted` answers right exactly on the test split's tasks (Worker-only agents: one answer a
+    plan); on the train split `steady` is best. eval must choose best-fixed on train."""
     tasks = load_humaneval()[:24]
     test_ids = {t.task_id for t in select_split(tasks, "test")}
     lines = [{"model": "planted", "task_id": t.task_id, "code": right(t) if t.task_id in test_ids else wrong(t)}

@@ -159,7 +159,7 @@ def test_budget_stops_between_generations_without_a_partial_tell(sim):
     result = train(sim["few"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
     assert result.stopped_for_budget
     assert result.spent_usd <= settings.budget_usd
-    assert len(result.history) < settings.generations
+    assert 1 <= len(result.history) < settings.generations  # it stopped in the search, after a whole generation
     state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["few"]]})
     assert state["generation"] == len(result.history) == state["optimizer"].generation
 
