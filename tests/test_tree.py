@@ -100,6 +100,8 @@ def test_best_fixed_is_the_fittest_plan_ties_going_to_the_cheaper_then_the_short
     cheap = choose(plans, played, 0.1)  # fitness 1 − 0.9 = 0.1 for plan 3; 2/3 − 0.2 for plans 1 and 2
     assert cheap.plan == plans[1] and cheap.tasks == 3  # a tie: the shorter of two equal-cost plans
     assert cheap.fitness == pytest.approx(2 / 3 - 0.2) and cheap.usd_per_task == 2.0
+    even = [outcomes([1, 1, 0], 3.0), outcomes([1, 1, 0], 1.5)]  # equal fitness at cost weight 0
+    assert choose([plans[1], plans[2]], even, 0.0).plan == plans[2]  # a tie: the cheaper, though longer
 
 
 def test_best_fixed_on_the_forest_is_best_fixed_through_the_loop(recorded):

@@ -68,7 +68,7 @@ def train(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = DEFAULTS.max_turns,
     cost_weight: Annotated[float, typer.Option("--cost-weight", min=0.0, help="Fitness −= this × mean $ per task.")] = 0.0,
-    project: Annotated[int | None, typer.Option("--project", min=1, help="Head over the top K principal components of the states.")] = DEFAULTS.project,
+    project: Annotated[int | None, typer.Option("--project", min=1, help="Head over K directions of the states: their mean, what tells the turns apart, then principal components within a turn.")] = DEFAULTS.project,
     imitate: Annotated[str, typer.Option("--imitate", help="Where the search starts: 'best-fixed' on every task, 'routed': the plan read from each task's problem, or 'auto': the one cross-validation prefers (best-fixed with --folds 0).")] = DEFAULTS.imitate,
     folds: Annotated[int, typer.Option("--folds", min=0, help="Cross-validate head against plan over K folds of the training tasks (0: skip).")] = 5,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0)] = None,
@@ -203,7 +203,7 @@ def train(
             f"choices differ on {validation.differing} of {len(train_tasks)} tasks)")
         if below_start:
             say(f"the head is below its starting plan: solve routes with the plan {plan_out} unless the head is named")
-    say(f"wrote {out} and {plan_out.name} (+ .json, .csv{', .png' if plotted else ''}); {caches.report()}; "
+    say(f"wrote {out} and {plan_out.name} (+ .json, .csv{', .png' if plotted else ''}, .ckpt); {caches.report()}; "
         f"coordinator passes saved by the memo: {coordinator.saved_fraction:.0%}")
     return 5 if result.stopped_for_budget else 0
 
