@@ -58,6 +58,7 @@ def test_the_forest_plays_every_episode_as_the_loop_does_and_makes_each_turn_onc
     assert on_forest == runner.map(episodes, None)
     assert len({o.verdict for o in on_forest}) >= 3  # accepted, turn_limit, no_answer: the rules really differ
     grown, encoded = forest.grown, forest.encoded
+    assert grown == sum(len(tree) for tree in forest.trees.values())  # every node made once, roots included
     assert forest.play(episodes) == on_forest
     assert (forest.grown, forest.encoded) == (grown, encoded)  # nothing made twice
     turns = sum(o.turns for o in on_forest)
@@ -70,7 +71,8 @@ def test_a_refused_turn_ends_its_episodes_with_budget_and_is_not_kept(recorded):
     episodes = [Episode(t, PlanPolicy(len(agents), ((0, W), (3, V), (1, W))), 3) for t in tasks]
     refused = forest.play(episodes, Budget(0.0))
     assert [o.verdict for o in refused] == ["budget"] * len(tasks)
-    assert all(list(tree) == [()] for tree in forest.trees.values())  # the roots (no call): no refused turn kept
+    assert len(forest.trees) == len(tasks)  # one tree a task, ...
+    assert all(list(tree) == [()] for tree in forest.trees.values())  # ... only its root (no call): no refused turn kept
     assert forest.play(episodes) == recorded["runner"].map(episodes, None)
 
 
