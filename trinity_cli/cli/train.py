@@ -179,8 +179,7 @@ def train(
                 "final_best_fitness": result.best_fitness, "fitness": result.fitness, "spent_usd": result.spent_usd,
                 "start": result.start.as_json(agents), "below_start": below_start,
                 "validation": None if validation is None else validation.as_json(),
-                "starts": {name: {k: v.as_json()[k] for k in ("head_fitness", "plan_fitness", "paired_margin_se")}
-                           for name, v in validations.items()},
+                "starts": {name: v.scores() for name, v in validations.items()},
                 "history": result.history, "stopped_for_budget": result.stopped_for_budget}
     meta = metadata_for(backbone, pool_cfg, coordinator.hidden_size, trained=True, numerics=coordinator.numerics,
                         training=training, **({"auto_select": False} if below_start else {}))

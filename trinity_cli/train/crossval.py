@@ -68,19 +68,26 @@ class CrossValidation:
         return float(np.mean(self.head))
 
     @property
+    def plan_fitness(self) -> float:
+        return float(np.mean(self.plan))
+
+    @property
     def mean_difference(self) -> float:
-        return float(np.mean(self.head) - np.mean(self.plan))
+        return self.head_fitness - self.plan_fitness
 
     @property
     def below_start(self) -> bool:
         return self.mean_difference < 0
 
-    def as_json(self) -> dict[str, Any]:
+    def scores(self) -> dict[str, Any]:
+        """Head and plan held out, and the paired margin between them (JSON)."""
         margin = self.margin_se
-        return {"folds": self.k, "tasks": len(self.task_ids), "cost_weight": self.cost_weight,
-                "head_fitness": round(self.head_fitness, 6), "plan_fitness": round(float(np.mean(self.plan)), 6),
-                "paired_margin_se": None if margin is None else round(margin, 3), "tasks_differing": self.differing,
-                "below_start": self.below_start, "plans": self.plans,
+        return {"head_fitness": round(self.head_fitness, 6), "plan_fitness": round(self.plan_fitness, 6),
+                "paired_margin_se": None if margin is None else round(margin, 3)}
+
+    def as_json(self) -> dict[str, Any]:
+        return {"folds": self.k, "tasks": len(self.task_ids), "cost_weight": self.cost_weight, **self.scores(),
+                "tasks_differing": self.differing, "below_start": self.below_start, "plans": self.plans,
                 "per_task": {"task_id": self.task_ids, "head": [round(v, 6) for v in self.head],
                              "plan": [round(v, 6) for v in self.plan]}}
 
