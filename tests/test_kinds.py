@@ -94,9 +94,11 @@ def test_the_best_fixed_start_plays_best_fixed(kinds):
     assert start.agreement == 1.0  # every decision of the plan, on every training task
     assert start.fitness == start.plan_fitness
     forest, plan = kinds["forest"], PlanPolicy(2, start.plan.plan)
-    for task in kinds["train"]:  # the same steps, task by task
+    for task in kinds["train"] + kinds["test"]:  # the same steps, task by task, also on tasks it never saw
         head_steps = [step for _, step in forest.steps(Episode(task, start.head, 3, None, forest.reader))]
         assert head_steps == [step for _, step in forest.steps(Episode(task, plan, 3))]
+    state_part = start.head.weights[:, : start.head.n_features]
+    assert start.head.turn_features == 3 and not state_part.any()  # the plan is in the turn indicators alone
 
 
 def test_cross_validation_starts_from_the_plan_read_from_the_task(kinds):

@@ -31,18 +31,25 @@ def small_head(n_agents=2, d=8) -> LinearHead:
     return LinearHead(rng.normal(size=(n_agents + 3, d)), rng.normal(size=d), np.abs(rng.normal(size=d)) + 0.1)
 
 
-def test_round_trip(tmp_path):
+@pytest.mark.parametrize("turn_features", [0, 5])
+def test_round_trip(tmp_path, turn_features):
     pool = load_pool(None)
-    head = small_head()
+    plain = small_head()
+    head = LinearHead(np.hstack([plain.weights, np.arange(5.0 * turn_features).reshape(5, turn_features)]),
+                      plain.mean, plain.std, None, turn_features)
     path = tmp_path / "h.npz"
     save_head(path, head, metadata_for(BACKBONE, pool, 8, trained=False))
     loaded, meta = load_head(path)
-    assert np.array_equal(loaded.weights, head.weights)
+    assert np.array_equal(loaded.weights, head.weights) and loaded.turn_features == turn_features
+    hidden = np.ones(8)
+    assert all(np.array_equal(loaded.choose(hidden, turn).agent_probs, head.choose(hidden, turn).agent_probs)
+               for turn in range(1, 8))
     assert meta["agents"][0] == {"name": "gemma-greedy", "provider": "local", "model": "embedded"}
     assert not mismatches(meta, BACKBONE, pool)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "no_sidecar", "bad_sidecar", "wrong_shape"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "no_sidecar", "bad_sidecar", "wrong_shape",
+                                    "turn_features"])
 def test_damaged_weights_are_config_errors(tmp_path, damage):
     pool = load_pool(None)
     path = tmp_path / "h.npz"
@@ -55,6 +62,9 @@ def test_damaged_weights_are_config_errors(tmp_path, damage):
         path.with_suffix(".json").unlink()
     elif damage == "bad_sidecar":
         path.with_suffix(".json").write_text("{not json")
+    elif damage == "turn_features":  # indicators the weights have no columns for
+        head = small_head()
+        np.savez(path, weights=head.weights, mean=head.mean, std=head.std, turn_features=np.array(3))
     else:
         meta = json.loads(path.with_suffix(".json").read_text())
         meta["hidden_size"] = 16

@@ -182,11 +182,13 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
             raise ConfigError(f"weights {path}: array {key!r} is missing")
     weights, mean, std = arrays["weights"], arrays["mean"], arrays["std"]
     basis = arrays.get("basis")
+    turns = arrays.get("turn_features", np.array(0))
     d = meta.get("hidden_size")
     n_agents = len(meta.get("agents", []))
     k = d if basis is None else basis.shape[0]
     if (
-        weights.shape != (n_agents + N_ROLES, k)
+        turns.shape != () or not 0 <= int(turns) <= 1000
+        or weights.shape != (n_agents + N_ROLES, (k or 0) + int(turns))
         or mean.shape != (d,)
         or std.shape != (d,)
         or (basis is not None and basis.shape != (k, d))
@@ -195,9 +197,10 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
     ):
         raise ConfigError(
             f"weights {path}: arrays do not fit the metadata (weights {weights.shape}, expected "
-            f"({n_agents}+{N_ROLES}, {k}) for {n_agents} agents and hidden size {d})"
+            f"({n_agents}+{N_ROLES}, {k}+{turns}) for {n_agents} agents, hidden size {d} and {turns} turn features)"
         )
-    return LinearHead(weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis), meta
+    return LinearHead(weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis,
+                      int(turns)), meta
 
 
 def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
@@ -254,6 +257,8 @@ def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
         arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
         if head.basis is not None:
             arrays["basis"] = head.basis
+        if head.turn_features:
+            arrays["turn_features"] = np.array(head.turn_features, dtype=np.int64)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
         np.savez(handle, **arrays)

@@ -37,7 +37,8 @@ HELP = """Evolve the routing head with sep-CMA-ES on the task set's train split.
 The search starts from a head fitted to play best-fixed, the best hand-built plan on the
 training tasks (a sequence of Worker answers with the cheapest Verifier between them), or
 (--imitate routed) the plan it reads from each task's problem, and scores every candidate
-exactly, greedily, on every training task (--batch-size: fewer a generation). First --folds K
+exactly, greedily, on every training task (--batch-size: fewer a generation); if the search
+does not beat its start on the training tasks, the head is the start. First --folds K
 cross-validation (default 5) trains without each fold and compares head and plan on it; with
 --imitate auto (the default) for both starts, and the better held-out head's start is taken.
 
@@ -177,7 +178,7 @@ def train(
     below_start = None if validation is None else validation.below_start
     training = {"tasks": tasks, "split": "train", "n_tasks": len(train_tasks), **settings.__dict__, "folds": folds,
                 "final_best_fitness": result.best_fitness, "fitness": result.fitness, "spent_usd": result.spent_usd,
-                "start": result.start.as_json(agents), "below_start": below_start,
+                "start": result.start.as_json(agents), "kept_start": result.kept_start, "below_start": below_start,
                 "validation": None if validation is None else validation.as_json(),
                 "starts": {name: v.scores() for name, v in validations.items()},
                 "history": result.history, "stopped_for_budget": result.stopped_for_budget}
@@ -194,7 +195,8 @@ def train(
     overrun = result.budget.overrun_warning() if result.budget else None
     if overrun:
         say(f"warning: {overrun}")
-    say(f"head: fitness {result.fitness:.4f} on the training tasks (start {result.start.fitness:.4f})")
+    say(f"head: fitness {result.fitness:.4f} on the training tasks (start {result.start.fitness:.4f})"
+        + ("; the search did not beat its start there, so the head is the start" if result.kept_start else ""))
     if validation is not None:
         margin = validation.margin_se
         say(f"cross-validated ({folds} folds): head {validation.as_json()['head_fitness']:.4f} vs its plan "

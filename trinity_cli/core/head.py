@@ -1,10 +1,13 @@
 """The routing policy: a bias-free linear head on the coordinator's hidden state.
 
     z = P · (h - mean) / std          # standardised state, optionally projected: (k,)
-    logits = W · z                     # W: (L+3, k), L agent logits + 3 role logits
+    x = [z, e(turn)]                  # e: T indicators of the turn number (T = 0: none)
+    logits = W · x                     # W: (L+3, k+T), L agent logits + 3 role logits
     agent ~ softmax(logits[:L]),  role ~ softmax(logits[L:])
 
 Without a projection P is the identity and k = d (the paper's head, (L+3)·d parameters).
+The turn indicators let a head play a fixed plan on any state, exactly (what `trinity train`
+starts from), so the state's part is free to learn where a task should leave the plan.
 When agents may play only some roles (a pool's `roles`), the choice is over the masked joint
 p(agent, role) ∝ softmax_agent · softmax_role · mask (`decide`).
 Standardising with training-set statistics makes σ0 of the optimizer mean the same thing for
@@ -48,6 +51,7 @@ class LinearHead:
     mean: np.ndarray  # (d,)
     std: np.ndarray  # (d,)
     basis: np.ndarray | None = None  # (k, d) PCA basis, or None for the full head
+    turn_features: int = 0  # T: indicators of turns 1..T after the state's k (later turns count as T)
 
     needs_hidden = True
 
@@ -57,16 +61,24 @@ class LinearHead:
 
     @property
     def n_features(self) -> int:
-        return int(self.weights.shape[1])
+        """k, the state's part of the input."""
+        return int(self.weights.shape[1]) - self.turn_features
 
     def features(self, hidden: np.ndarray) -> np.ndarray:
+        """The state's part of the input, z."""
         z = (np.asarray(hidden, dtype=np.float64) - self.mean) / self.std
         return z if self.basis is None else self.basis @ z
+
+    def turn_indicators(self, turn: int) -> np.ndarray:
+        indicators = np.zeros(self.turn_features)
+        if self.turn_features:
+            indicators[min(max(turn, 1), self.turn_features) - 1] = 1.0
+        return indicators
 
     def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
         if hidden is None:
             raise ValueError("a linear head needs the coordinator's hidden state")
-        logits = self.weights @ self.features(hidden)
+        logits = self.weights @ np.concatenate([self.features(hidden), self.turn_indicators(turn)])
         return Choice(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
 
     @property
@@ -76,7 +88,7 @@ class LinearHead:
 
     def with_weights(self, flat: np.ndarray) -> LinearHead:
         """The same head with new parameters (the optimizer's flat vector)."""
-        return LinearHead(flat.reshape(self.weights.shape), self.mean, self.std, self.basis)
+        return LinearHead(flat.reshape(self.weights.shape), self.mean, self.std, self.basis, self.turn_features)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
    sequence of Worker answers with the cheapest Verifier between them) is chosen on the
    training tasks, and the starting head is ridge-fitted to play it, padded with Verifier
    turns to `max_turns`, from the coordinator's real states along its episodes (`plan_start`;
-   the head's standardisation and whitened K-component basis come from those states too). So
+   the head's standardisation and whitened K-component basis come from those states too; the
+   plan itself is in the weights of the turn indicators, so the start plays it on any task). So
    the search looks for deviations from a plan that already works, instead of spending its
    generations learning that a Verifier needs an answer first.
 2. **Exact fitness.** Candidates play greedily on the episode trees of train/tree.py: every
@@ -14,7 +15,9 @@
 3. cmaes *minimizes*: we tell it −fitness. Its RNG is reseeded from (seed, generation) each
    generation and the state checkpointed after every tell, with the tree nodes the run has
    paid for (a resumed run makes them again free of charge), so resume is exact, spend
-   included. The head returned is the final mean.
+   included. The head returned is the final mean if it scores above the start on the training
+   tasks, else the start: a move that gains nothing there (CMA-ES drifts on a plateau) would only
+   change choices on tasks nobody scored.
 
 The paper's settings: σ0 = 0.03, population ≈ 32, 60 generations, 16 tasks per candidate
 (≈31k episodes); the tree makes paper scale a matter of seconds once its states are encoded.
@@ -120,6 +123,7 @@ class TrainResult:
     fitness: float  # the returned head's, on the training tasks (nan when stopped for budget)
     budget: Budget | None = None  # this run's accounting (spent_usd includes resumed spend)
     episodes: int = 0  # played by the search (start and final scoring not counted)
+    kept_start: bool = False  # the search's mean did not beat its start on the training tasks: the head is the start
 
 
 def batch_for(tasks: Sequence[Task], settings: TrainSettings, generation: int) -> list[int]:
@@ -165,8 +169,9 @@ def plan_start(forest: Forest, tasks: Sequence[Task], agents: Sequence[Any], set
     refused(played, budget)
     states = np.asarray([node.hidden for trail in trails for node, _ in trail])
     steps = [step for trail in trails for _, step in trail]
-    turns = [len(node.state.records) for trail in trails for node, _ in trail]
-    head = fit_steps(input_space(states, n + N_ROLES, settings.project, turns), states, steps)
+    turns = [node.state.next_turn for trail in trails for node, _ in trail]
+    space = input_space(states, n + N_ROLES, settings.project, turns, turn_features=settings.max_turns)
+    head = fit_steps(space, states, steps, turns)
     start_fitness, _ = score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight)
     return Start(head, chosen, agreement_masked(head, trails), start_fitness, fitness(played, settings.cost_weight),
                  budget.spent_usd if budget else 0.0)
@@ -291,5 +296,8 @@ def train(
             final_fitness, _ = score(forest, final, tasks, settings.max_turns, budget, settings.cost_weight)
         except BudgetExceeded:
             stopped_for_budget = True
+    kept_start = final_fitness <= start.fitness  # False when either is nan
+    if kept_start:
+        final, final_fitness = start.head, start.fitness
     return TrainResult(final, state["history"], budget.spent_usd, stopped_for_budget, float(state["best"][0]),
-                       start, final_fitness, budget, episodes_played)
+                       start, final_fitness, budget, episodes_played, kept_start)

@@ -49,7 +49,7 @@ def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[
 
 
 def input_space(states: np.ndarray, n_outputs: int, project: int | None,
-                groups: Sequence[int] | None = None) -> LinearHead:
+                groups: Sequence[int] | None = None, turn_features: int = 0) -> LinearHead:
     """A head of zero weights over `states` scaled by their std, not centred: the head is
     bias-free, and an uncentred input gives it the states' mean as a bias to prefer an agent
     or a role everywhere (with one decision per task, what best-fixed needs). With `project` = K
@@ -58,12 +58,12 @@ def input_space(states: np.ndarray, n_outputs: int, project: int | None,
     turn), the directions that tell the groups apart, then the top principal components of the
     states within their groups (without groups, within them all). Without groups, what varies
     most between states of different turns (who has spoken) crowds out what varies between
-    tasks."""
+    tasks. `turn_features` T appends indicators of the turn (core.head)."""
     matrix = np.asarray(states, dtype=np.float64)
     std = matrix.std(axis=0) + 1e-6
     mean = np.zeros(matrix.shape[1])
     if project is None:
-        return LinearHead(np.zeros((n_outputs, matrix.shape[1])), mean, std)
+        return LinearHead(np.zeros((n_outputs, matrix.shape[1] + turn_features)), mean, std, None, turn_features)
     z = matrix / std
     centre = z.mean(axis=0)
     candidates = [centre[None, :]]
@@ -76,7 +76,8 @@ def input_space(states: np.ndarray, n_outputs: int, project: int | None,
     candidates.append(np.linalg.svd(within, full_matrices=False)[2][:project])
     directions = _orthonormal(np.vstack(candidates))[:project]  # (K, d), in the order above
     scale = np.sqrt(((z @ directions.T) ** 2).mean(axis=0))
-    return LinearHead(np.zeros((n_outputs, len(directions))), mean, std, directions / np.maximum(scale, 1e-9)[:, None])
+    return LinearHead(np.zeros((n_outputs, len(directions) + turn_features)), mean, std,
+                      directions / np.maximum(scale, 1e-9)[:, None], turn_features)
 
 
 def _orthonormal(rows: np.ndarray) -> np.ndarray:
@@ -101,17 +102,28 @@ def pipeline_space(tasks: Sequence[Task], agent_names: Sequence[str], coordinato
     return input_space(np.asarray(states), len(agent_names) + N_ROLES, project)
 
 
-def fit_steps(space: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, int]], ridge: float = 1.0,
-              margin: float = 3.0) -> LinearHead:
-    """The head in `space` whose logits are ridge-fitted to +margin on each state's step
-    (agent index, role index) and −margin on every other agent and role."""
+def fit_steps(space: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, int]],
+              turns: Sequence[int] | None = None, ridge: float = 1.0, margin: float = 3.0) -> LinearHead:
+    """The head in `space` whose logits are fitted to +margin on each state's step (agent index,
+    role index) and −margin on every other agent and role. With turn indicators (`turns`: each
+    state's next turn), they are fitted first, as the mean target of each turn, and the state's
+    part ridge-fits what is left: a plan that is the same on every task is played by the turn
+    weights alone, with the state's weights zero, on any state."""
     z = np.asarray([space.features(state) for state in states])
     n_agents = space.n_agents
     targets = np.full((len(steps), n_agents + N_ROLES), -margin)
     for row, (agent, role) in enumerate(steps):
         targets[row, agent] = targets[row, n_agents + role] = margin
+    by_turn = np.zeros((space.turn_features, targets.shape[1]))
+    if space.turn_features:
+        if turns is None:
+            raise ValueError("a head with turn indicators is fitted with each state's turn")
+        indicators = np.asarray([space.turn_indicators(turn) for turn in turns])
+        seen = indicators.sum(axis=0)
+        by_turn[seen > 0] = (indicators.T @ targets)[seen > 0] / seen[seen > 0, None]
+        targets = targets - indicators @ by_turn
     weights = np.linalg.solve(z.T @ z + ridge * np.eye(z.shape[1]), z.T @ targets).T  # (L+3, k)
-    return space.with_weights(weights.ravel())
+    return space.with_weights(np.hstack([weights, by_turn.T]).ravel())
 
 
 def fit_imitation_head(
@@ -122,7 +134,7 @@ def fit_imitation_head(
     steps = [(int(np.argmax(c.agent_probs)), int(np.argmax(c.role_probs)))
              for c in (policy.choose(None, turn) for turn in turns)]
     space = LinearHead(np.zeros((n_agents + N_ROLES, states.shape[1])), states.mean(axis=0), states.std(axis=0) + 1e-6)
-    head = fit_steps(space, states, steps, ridge)
+    head = fit_steps(space, states, steps, ridge=ridge)
     return head, agreement(head, states, steps)
 
 
