@@ -98,11 +98,30 @@ def test_solve_routes_with_the_plan_train_saved_beside_its_head(trained):
 def test_baselines_chooses_the_rows_and_a_kind_it_does_not_know_is_exit_2(recorded):
     flags = [*FLAGS, "--weights", "none", "--max-turns", "3", "--json"]
     none = json.loads(trinity("eval", *flags, "--baselines", "none", cwd=recorded).stdout)
-    assert [r["policy"] for r in none["rows"]] == ["trained"] and none["best_fixed"] is None
+    assert [r["policy"] for r in none["rows"]] == ["fallback"] and none["best_fixed"] is None
     some = json.loads(trinity("eval", *flags, "--baselines", "loop,single", cwd=recorded).stdout)
-    assert [r["policy"] for r in some["rows"]] == ["trained", "single:cheap", "single:dear", "loop:cheap", "loop:dear"]
+    assert [r["policy"] for r in some["rows"]] == ["fallback", "single:cheap", "single:dear", "loop:cheap", "loop:dear"]
     assert_clean_failure(trinity("eval", *flags, "--baselines", "loop,oracles", cwd=recorded), 2,
                          "--baselines 'loop,oracles': unknown row kind oracles")
+
+
+def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limit(recorded):
+    result = trinity("eval", *FLAGS, "--weights", "none", "--max-turns", "2", "--split", "train", "--limit", "4",
+                     cwd=recorded)
+    assert result.returncode == 0, result.stderr
+    assert "the first 4 of 9 tasks (--limit)" in result.stderr and "--max-turns 2" in result.stderr
+    report = json.loads(trinity("eval", *FLAGS, "--weights", "none", "--max-turns", "2", "--split", "train",
+                                "--limit", "4", "--json", cwd=recorded).stdout)
+    assert report["tasks"] == 4 and report["limit"] == 4
+    turns = {r["policy"]: r["mean_turns"] for r in report["rows"]}
+    assert {"cascade", "loop:cheap", "random"} <= set(turns)
+    assert all(t <= 2 for policy, t in turns.items() if not policy.startswith("pipeline:")), turns
+    assert turns["cascade"] == 1  # 2 turns hold one answer: a Verifier after it could change nothing
+    # the first 4 training tasks, in the file's order: cheap is wrong on every other one
+    assert {r["policy"]: r["pass_at_1"] for r in report["rows"]}["single:cheap"] == 0.5
+    line = next(x for x in result.stderr.splitlines() if "than the best single" in x or "no error" in x)
+    assert "fallback" in line and ("more errors" in line or "fewer errors" in line or "as many" in line
+                                   or "makes no error" in line)
 
 
 def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
@@ -114,7 +133,7 @@ def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
                      "--dry-run", "--no-log", cwd=recorded)
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
-    assert lines["trained"] == "3 episodes" and lines["loop:cheap"] == "3 episodes"
+    assert lines["fallback"] == "3 episodes" and lines["loop:cheap"] == "3 episodes"
     # best-fixed: the 2 + 4 family plans on the 9 train tasks, then the chosen one on the 3 test tasks
     assert lines["best-fixed"].startswith(f"{6 * 9 + 3} episodes")
     assert lines["oracle"] == f"{(2 + 2 * 2) * 3} episodes"  # each Worker alone, then after each Thinker

@@ -96,11 +96,12 @@ def test_the_fixed_policies_and_baselines_keep_the_mask(mask, turn):
     assert mask[random.agent, random.role]
     agents = [Agent(f"a{i}", None, 10, Prices(float(i), float(i)),
                     roles=frozenset(r for r, ok in zip(ROLE_ORDER, mask[i]) if ok)) for i in range(n)]
-    plan = cascade_plan(agents)
-    assert plan and all(mask[a, ROLE_ORDER.index(r)] for a, r in plan)
+    plan = cascade_plan(agents, 2 * n)
+    assert plan and all(mask[a, ROLE_ORDER.index(r)] for a, r in plan) and len(plan) <= 2 * n
     assert all(mask[a, ROLE_ORDER.index(r)] for steps in oracle_plans(agents) for a, r in steps)
     workers = [a for a, r in plan if r is W]
-    assert workers == sorted(playing(agents, W))  # cheapest first (price grows with the index here)
+    everyone = sorted(playing(agents, W))  # cheapest first (price grows with the index here)
+    assert workers == (everyone if playing(agents, V) else everyone[:1])  # unverified, a second answer is unseen
 
 
 def test_an_episode_never_gives_an_agent_a_role_it_may_not_play():

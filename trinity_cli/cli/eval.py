@@ -21,7 +21,8 @@ single (single:<agent>), loop (loop:<agent>: that agent answers, the cheapest Ve
 on REJECT it answers again), cascade, best-fixed (the best sequence of Worker answers with the
 cheapest Verifier between them, chosen on the task set's train split by pass@1 − --cost-weight
 × $/task, then played here; left out with --split train or all), oracle. --max-turns (default:
-the head's training turns) limits the head, loop and best-fixed alike.
+the head's training turns) limits the head and every baseline row but pipeline: (one turn per
+role, at least 3). --limit N evaluates the first N tasks of the split only.
 
 --weights takes one head (a path or a name), a comma list, or a directory of heads: several
 heads (say, trained with different --cost-weight) are evaluated on the same tasks, as rows
@@ -41,6 +42,7 @@ def eval_command(
     weights: Annotated[str, typer.Option("--weights", help="The head to evaluate (path or name), a comma list, or a directory of heads.")],
     tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
     split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks of the split, in the task file's order (best-fixed is still chosen on the whole train split).")] = None,
     pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Turn limit of the head, loop and best-fixed. Default: the first head's training turns, else 3.")] = None,
     cost_weight: Annotated[float | None, typer.Option("--cost-weight", min=0.0, help="best-fixed is chosen by pass@1 − this × $/task. Default: the first head's training cost weight, else 0.")] = None,
@@ -65,6 +67,7 @@ def eval_command(
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
+        FALLBACK,
         choose_policy,
         load_run_pool,
         memo_coordinator,
@@ -88,6 +91,10 @@ def eval_command(
         stderr.print(f"note: {left_out}", markup=False)
     if not chosen:
         raise UsageError(f"task set {tasks} has no gradable tasks in its {split} split")
+    scope = f"{len(chosen)} tasks"
+    if limit is not None and limit < len(chosen):
+        scope = f"the first {limit} of {len(chosen)} tasks (--limit)"
+        chosen = chosen[:limit]
     fixed_tasks: list[Any] = []
     if "best-fixed" in kinds:
         if split in ("train", "all"):
@@ -102,7 +109,8 @@ def eval_command(
         trained_on = (choice.meta or {}).get("training", {})
         if trained_on.get("tasks") == tasks and split in ("train", "all"):
             stderr.print(f"warning: these tasks overlap the head's training split ({tasks}:train): {choice.source}", markup=False)
-    names = ["trained" if len(choices) == 1 else f"trained:{Path(c.source).stem}" for c in choices]
+    names = ["fallback" if c.source == FALLBACK else "trained" if len(choices) == 1 else f"trained:{Path(c.source).stem}"
+             for c in choices]
     if dry_run:
         print_eval_plan(chosen, fixed_tasks, pool_cfg.agents, names, max_turns, sample, kinds, budget_usd)
         return 0
@@ -124,7 +132,7 @@ def eval_command(
         heads.append(HeadUnderTest(name, choice.policy, coordinator, head_weight, choice.transcript_format))
     sources = ", ".join(choice.source for choice in choices)
     budget = Budget(budget_usd)
-    settings = {"split": split, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd,
+    settings = {"split": split, "limit": limit, "max_turns": max_turns, "sample": sample, "seed": seed, "budget_usd": budget_usd,
                 "cost_weight": cost_weight, "baselines": list(kinds)}
     with summary_row("eval", f"{tasks}:{split}", pool_cfg, sources, settings, enabled=not disabled(no_log),
                      warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged, \
@@ -136,12 +144,14 @@ def eval_command(
                           fixed_on=FixedOn(fixed_tasks, cost_weight) if fixed_tasks else None)
         rows = report.pop("_rows")
         report["split"] = split
+        report["limit"] = limit
         report["max_turns"] = max_turns
         logged.done("budget" if report["partial"] else "completed", budget.spent_usd, report, report["error"])
     if json_out:
         print(json.dumps(report, indent=2))
     else:
-        print_table(report, rows, f"{tasks}:{split} · {len(chosen)} tasks · {sources}")
+        print_table(report, rows, f"{tasks}:{split} · {scope} · {sources} · --max-turns {max_turns} (pipeline: rows "
+                                  "play one turn per role, at least 3)")
     if len(heads) > 1:
         written = write_curve(out_dir, rows, report.get("curve", []))
         stderr.print(f"wrote {', '.join(str(w) for w in written)}", markup=False, highlight=False)
@@ -206,14 +216,24 @@ def print_table(report: dict[str, Any], rows: list[Any], title: str) -> None:
         plan = " → ".join(f"{agent} {role}" for agent, role in fixed["plan"])
         stderr.print(f"best-fixed: {plan} (chosen on {fixed['train_tasks']} train-split tasks, fitness "
                      f"{fixed['train_fitness']:.4f} at cost weight {fixed['cost_weight']:g})", markup=False)
-    if report["rel_err_reduction_vs_best_single"] is not None:
-        stderr.print(f"relative error reduction vs best single ({report['best_single']}): "
-                     f"{report['rel_err_reduction_vs_best_single']:.1%}", markup=False)
+    if report["best_single"] is not None:
+        stderr.print(error_line(rows[0], next(r for r in rows if r.policy == report["best_single"]),
+                                report["rel_err_reduction_vs_best_single"]), markup=False)
     margins = report["paired_margin_se"]
     if margins:
         stderr.print("paired margins of the first head (SE): " + ", ".join(
             f"{key.removeprefix('vs_').replace('_', ' ')} {'n/a' if value is None else f'{value:+.2f}'}"
             for key, value in margins.items()), markup=False)
+
+
+def error_line(head: Any, single: Any, reduction: float | None) -> str:
+    """How the first head's error rate compares with the best single's, saying which way."""
+    rates = f"error rate {1 - head.pass_at_1:.3f} vs {1 - single.pass_at_1:.3f}"
+    if reduction is None:
+        return f"{head.policy} vs the best single ({single.policy}), which makes no error: {rates}"
+    way = f"{reduction:.1%} fewer errors" if reduction > 0 else \
+        f"{-reduction:.1%} more errors" if reduction < 0 else "as many errors"
+    return f"{head.policy}: {way} than the best single ({single.policy}): {rates}"
 
 
 def head_names(weights: str) -> list[str]:

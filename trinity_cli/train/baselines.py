@@ -3,13 +3,14 @@
 Rows: `trained` (greedy, or the mean of N sampled runs), `random` (agent and role uniform),
 `pipeline:<agent>` (that agent alone, Thinker → Worker → Verifier, at least 3 turns), `single:<agent>` (that
 agent answering once as Worker), `cascade` (the cheapest agent's Worker answer, checked by the
-cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; all the way
-up the price list), and `oracle` (a task counts when any agent's Worker answer passes, alone
+cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; up the price
+list as far as `max_turns` allows), and `oracle` (a task counts when any agent's Worker answer passes, alone
 or after any agent's Thinker turn). Every row skips the roles an agent may not play. Each row
 also gives `expected_pass_at_1` (fitness.py: recorded pass probabilities where the final
 answers came from pass-rate records at the last turn, else the same as `pass_at_1`; the oracle's is the best expected
 pass among the plans it played before the first pass). The best single is the best `single:` or
-`pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best; `paired_margin_se`
+`pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best (null when the
+best single makes no error: no reduction is possible and any error is an infinite increase); `paired_margin_se`
 gives the first head's paired margins over the best single, random and cascade on the same
 tasks, in standard errors of the per-task difference (null when that difference never varies).
 
@@ -159,7 +160,7 @@ def rows_to_compute(
         loops = [(i, loop_plan(agents, i, max_turns)) for i in playing(agents, Role.WORKER)]
         rows += [(f"loop:{agents[i].name}", PlanPolicy(n, plan), len(plan), None, 0) for i, plan in loops]
     if "cascade" in baselines:
-        cascade = cascade_plan(agents)
+        cascade = cascade_plan(agents, max_turns)
         rows.append(("cascade", PlanPolicy(n, cascade), len(cascade), None, 0))
     return rows
 
@@ -218,7 +219,7 @@ def evaluate(
     if best_single is not None:
         err_best = 1.0 - best_single.pass_at_1
         trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is the first head's: heads come first
-        reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else 0.0
+        reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else None
         for key, other in (("vs_best_single", best_single), ("vs_random", by_name.get("random")),
                            ("vs_cascade", by_name.get("cascade")), ("vs_best_fixed", by_name.get("best-fixed"))):
             if other is not None:

@@ -47,13 +47,12 @@ def cheapest_verifier(agents: Sequence[Any]) -> int | None:
     return min(verifiers, key=lambda i: (price(agents[i]), i)) if verifiers else None
 
 
-def cascade_plan(agents: Sequence[Any]) -> Plan:
-    """Workers from the cheapest up, each answer followed by the cheapest Verifier."""
+def cascade_plan(agents: Sequence[Any], max_turns: int) -> Plan:
+    """Workers from the cheapest up, the cheapest Verifier between consecutive answers, as many
+    answers as `max_turns` holds."""
     verifier = cheapest_verifier(agents)
-    plan: list[tuple[int, Role]] = []
-    for worker in sorted(playing(agents, Role.WORKER), key=lambda i: (price(agents[i]), i)):
-        plan += [(worker, Role.WORKER)] + ([(verifier, Role.VERIFIER)] if verifier is not None else [])
-    return tuple(plan)
+    workers = sorted(playing(agents, Role.WORKER), key=lambda i: (price(agents[i]), i))
+    return answers_plan(workers[: most_answers(max_turns, verifier)], verifier)
 
 
 def oracle_plans(agents: Sequence[Any]) -> list[Plan]:
