@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trinity_cli.config import BUILTIN_POOL, load_pool, parse_pool
@@ -68,6 +70,7 @@ def test_token_param_defaults_by_endpoint_and_can_be_forced():
         ('[[agents]]\nname="a"\nprovider="anthropic"\nmodel="m"\ntoken_param="max_tokens"',
          "agents[a].token_param applies to provider \"openai\" only"),
         ('[defaults]\nbogus=1\n[[agents]]\nname="a"\nprovider="openai"\nmodel="m"', "unknown key defaults.bogus"),
+        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_token=5', "max_token (did you mean agents[1].max_tokens?"),
         ('[coordinator]\ntoken_position=2\n[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "token_position"),
         ("title = 'x'", "unknown key title"),
         ("", "no agents"),
@@ -105,3 +108,13 @@ def test_lookup_order_flag_env_project_user_builtin(workdir, monkeypatch):
 def test_a_missing_pool_file_is_a_config_error(workdir):
     with pytest.raises(ConfigError, match="pool file not found"):
         load_pool(str(workdir / "nope.toml"))
+
+
+def test_every_accepted_pool_key_is_documented_in_the_readme():
+    from dataclasses import fields
+
+    from trinity_cli.config import AgentSpec, CoordinatorSpec
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    keys = {f.name for f in fields(AgentSpec)} | {f.name for f in fields(CoordinatorSpec)}
+    assert keys and not [key for key in sorted(keys) if f"`{key}`" not in readme]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import time
@@ -71,12 +72,14 @@ def one_line(stderr: str) -> str:
 
 def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     server.responses += [openai_stream(text, tokens_in=300) for text in (PLAN, ANSWER, ACCEPT)]
-    solved = trinity(*SOLVE, "--json")
+    solved = trinity(*SOLVE, "--json", "-v")
     assert solved.returncode == 0, solved.stderr
     [run] = runs_in_log()
     assert run["command"] == "solve" and run["verdict"] == "accepted" and run["turns"] == 3
     assert run["agents"] == ["srv"] and run["usd"] == pytest.approx(json.loads(solved.stdout)["usd"])
-    assert set(run) == {"id", "time", "command", "problem_sha256", "verdict", "turns", "usd", "agents"}
+    assert set(run) == {"id", "time", "command", "problem", "problem_sha256", "verdict", "turns", "usd", "agents"}
+    assert run["problem"] == "Add"  # its first line, the heading's marks dropped
+    assert "Add" in trinity("logs").stderr
     assert run["problem_sha256"] == hashlib.sha256(PROBLEM_MD.encode()).hexdigest()  # of the text as read
     with RunLog.open() as log:
         assert log.get_run(run["id"]).row["problem"] == Path("p.md").read_text(encoding="utf-8") == PROBLEM_MD
@@ -85,7 +88,8 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     assert shown.returncode == 0 and json.loads(shown.stdout) == json.loads(solved.stdout)
     replayed = trinity("logs", "show", str(run["id"]))
     assert replayed.returncode == 0
-    assert replayed.stderr == solved.stderr and "turn  3" in replayed.stderr  # line for line, as drawn
+    assert replayed.stderr == solved.stderr and "turn  3" in replayed.stderr  # line for line, as `solve -v` drew it
+    assert PLAN in replayed.stderr and "return a + b" in replayed.stderr  # each turn's text
     assert replayed.stdout == "def add(a, b):\n    return a + b\n"
 
 
@@ -98,14 +102,14 @@ def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
     (workdir / "add.md").write_text(PROBLEM_TEXT)
     replies = [PLAN, WRONG, VERIFIER_ACCEPT, PLAN, BROKEN, VERIFIER_ACCEPT, PLAN, RIGHT, VERIFIER_ACCEPT]
     server.responses += [openai_stream(text) for text in replies]
-    solved = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "9", "--json")
+    solved = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "9", "--json", "-v")
     assert solved.returncode == 0, solved.stderr
     report = json.loads(solved.stdout)
     assert report["verdict"] == "accepted" and len(report["turns"]) == 9 and report["tests"]["passed"] is True
     drawn = solved.stderr
     assert "checked by problem examples (2 tests)" in drawn
-    checks = [line.split()[:2] for line in drawn.splitlines() if line.startswith(" ")]
-    assert checks == [["tests", "FAILED"], ["syntax", "FAILED"], ["tests", "passed"]], drawn
+    checks = re.findall(r"^ {9}(problem examples|syntax) (passed|FAILED)", drawn, re.MULTILINE)
+    assert checks == [("problem examples", "FAILED"), ("syntax", "FAILED"), ("problem examples", "passed")], drawn
 
     replayed = trinity("logs", "show", "last")
     assert replayed.returncode == 0 and replayed.stdout == "def add(a, b):\n    return a + b\n"

@@ -138,14 +138,19 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
         assert report["verdict"] == "tests_failed" and report["verifier_verdict"] == "accept"
         assert report["tests"]["source"] == "problem examples" and report["tests"]["passed"] is False
         assert "0/2 passed" in report["tests"]["summary"]
-        assert "tests FAILED" in result.stderr
+        assert "problem examples FAILED" in result.stderr  # the check line names the source the JSON names
+        server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
+        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--jsonl", "-q")
+        events = [json.loads(line) for line in result.stdout.splitlines()]
+        [check] = [e for e in events if e["event"] == "check"]
+        assert check["source"] == events[-1]["tests"]["source"] == "problem examples" and check["passed"] is False
 
         (workdir / "tests.py").write_text("def test_add():\n    assert add(2, 2) == 4\n")
         server.responses += [openai_stream(s) for s in ["plan", RIGHT, ACCEPT]]
         result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
                          "--tests", "tests.py")
         assert result.returncode == 0, result.stderr
-        assert "return a + b" in result.stdout and "tests passed" in result.stderr
+        assert "return a + b" in result.stdout and "tests.py passed" in result.stderr
 
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--no-tests", "-q")

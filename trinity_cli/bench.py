@@ -9,7 +9,9 @@ Keys (scripts depend on them):
   evaluation with the coordinator's attention kernels and KV cache (SAME_KERNELS);
 - coordinator_share_2s_call: coordinator seconds after the agent's last token ÷ the turn's wall
   time, for a 2 s streamed reply of ~300 tokens encoded while it streams (and
-  coordinator_share_2s_call_non_overlapped: the same reply encoded after it ends);
+  coordinator_share_2s_call_non_overlapped: the same reply encoded after it ends;
+  coordinator_share_2s_call_displayed: overlapped, with solve's live display drawing the
+  reply's last lines on a terminal as it streams);
 - train_episodes_per_hour: a real `train` run on the example sim pool with cold caches;
 - train_concurrency_speedup: training episodes whose agent calls each wait 1 s on a simulated
   network, 1 worker ÷ 4 workers (wall time);
@@ -37,6 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trinity_cli.core.events import TextDelta, TurnFinished, TurnStarted
+from trinity_cli.core.records import Decision, TurnRecord
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem, Transcript, Turn
 
@@ -169,18 +173,32 @@ def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
 
     final_encodes = []
 
-    def overlapped() -> float:
+    def overlapped(display: Callable[[Any], None] = lambda event: None) -> float:
         coordinator.reset()
         coordinator.encode(before)
+        decision = Decision(1, 0, "agent1", Role.WORKER, "head", (1.0,), (0.0, 1.0, 0.0), 0.0, 0)
+        display(TurnStarted(decision))
         stream = coordinator.stream_turn(before, "agent1", Role.WORKER)
         began = time.perf_counter()
         for i, piece in enumerate(pieces, start=1):
             time.sleep(max(0.0, began + REPLY_SECONDS * i / len(pieces) - time.perf_counter()))
+            display(TextDelta(1, piece))
             stream.feed(piece)
         last = time.perf_counter()
         stream.finish()
         final_encodes.append(coordinator.encode(after))
-        return time.perf_counter() - last
+        seconds = time.perf_counter() - last
+        display(TurnFinished(TurnRecord(decision, reply, None, None, 0, 0, 0.0, False, REPLY_SECONDS)))
+        return seconds
+
+    def displayed() -> float:
+        """Overlapped, with solve's live display drawing the reply on a (virtual) terminal."""
+        from rich.console import Console
+
+        from trinity_cli.cli.display import TurnDisplay
+
+        with open(os.devnull, "w") as sink:
+            return overlapped(TurnDisplay(Console(file=sink, force_terminal=True, width=120)))
 
     def not_overlapped() -> float:
         coordinator.reset()
@@ -189,8 +207,10 @@ def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
 
     after_last = _median(overlapped, repeats)
     after_end = _median(not_overlapped, repeats)
+    after_displayed = _median(displayed, repeats)
     return {
         "overlapped": after_last / (REPLY_SECONDS + after_last),
+        "displayed": after_displayed / (REPLY_SECONDS + after_displayed),
         "non_overlapped": after_end / (REPLY_SECONDS + after_end),
         "seconds_after_last_token": after_last,
         "final_encode_seconds": statistics.median(e.seconds for e in final_encodes),
@@ -547,6 +567,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
         "raw_eval_seconds_4k_by_config": {k: None if v is None else round(v, 3) for k, v in raw_by_config.items()},
         "coordinator_share_2s_call": round(stream["overlapped"], 3),
         "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
+        "coordinator_share_2s_call_displayed": round(stream["displayed"], 3),
         "reply": {"tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,
                   "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3),
                   "final_encode_seconds": round(stream["final_encode_seconds"], 3),

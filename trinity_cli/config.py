@@ -8,6 +8,7 @@ offline). Keys are strict: an unknown key is an error naming the file and the ke
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import sys
@@ -159,7 +160,9 @@ def _table(value: Any, source: str, where: str) -> dict[str, Any]:
 def _check_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:
     for key in table:
         if key not in allowed:
-            raise ConfigError(f"{source}: unknown key {prefix}{key} (allowed: {', '.join(sorted(allowed))})")
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            hint = f"did you mean {prefix}{close[0]}? " if close else ""
+            raise ConfigError(f"{source}: unknown key {prefix}{key} ({hint}allowed: {', '.join(sorted(allowed))})")
 
 
 def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:

@@ -241,7 +241,7 @@ class RunLog:
 
     def list_runs(self, limit: int, *, verdict: str | None = None, agent: str | None = None,
                   since: datetime | None = None) -> list[dict[str, Any]]:
-        """Newest first: {id, time, command, problem_sha256, verdict, turns, usd, agents}.
+        """Newest first: {id, time, command, problem, problem_sha256, verdict, turns, usd, agents}.
         `agents`: who took turns (solve), the pool (eval/train, which keep no turns)."""
         where, args = ["time >= ?"], [utc(since) if since else ""]
         if verdict is not None:
@@ -259,6 +259,7 @@ class RunLog:
             if agent is not None and agent not in agents:
                 continue
             found.append({"id": row["id"], "time": row["time"], "command": row["command"],
+                          "problem": problem_title(row["problem"] or ""),
                           "problem_sha256": row["problem_sha256"], "verdict": row["verdict"] or UNFINISHED,
                           "turns": len(turns), "usd": row["usd"] if row["usd"] is not None else sum(t["usd"] for t in turns),
                           "agents": agents})
@@ -405,3 +406,13 @@ def summary_row(command: str, tasks: str, pool: Pool, head: str, settings: dict[
                                    result=summary.result)
             except LOG_ERRORS as exc:
                 warn(_warning(exc))
+
+
+TITLE_CHARS = 48
+
+
+def problem_title(problem: str) -> str:
+    """Which problem a run was, in a few words: its first non-blank line, without Markdown's
+    heading marks (eval and train store `tasks:split` there)."""
+    first = next((line.strip().lstrip("#").strip() for line in problem.splitlines() if line.strip()), "")
+    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1] + "…"

@@ -14,7 +14,9 @@ HELP = """Measure, on the embedded Gemma GGUF and this machine, what the coordin
 reuse speed-up, re-encode time against raw llama.cpp evaluation, its share of a streamed call
 (encoded while it streams, and not), training episodes per hour on the sim pool, the speed-up
 of concurrent episodes, peak RSS of solve, --help start-up, and re-encode time per thread
-count and batch size. Ratios, not pass/fail timings; --json prints one object."""
+count and batch size. Ratios, not pass/fail timings; --json prints one object.
+
+Example: trinity bench --json > bench.json"""
 
 
 def bench(

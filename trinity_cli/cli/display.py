@@ -1,7 +1,9 @@
 """Sinks of the episode's events: the Rich progress display (stderr) and the --jsonl writer.
 
-The display prints one permanent line per finished turn and keeps a transient `Live` line for
-the turn in flight, only on a terminal: on a pipe or CI log it prints plain lines.
+The display prints one permanent line per finished turn and keeps a transient `Live` region for
+the turn in flight, only on a terminal: its head line and the last lines of the reply as it
+streams. On a pipe or CI log it prints plain lines. With `verbose` every finished turn's whole
+text follows its line (terminal or not). Streamed and printed text is redacted like errors.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
+from rich.padding import Padding
 from rich.text import Text
 
 from trinity_cli.core.budget import Budget
@@ -26,6 +29,7 @@ from trinity_cli.core.events import (
 )
 from trinity_cli.core.records import Decision, EpisodeResult, TurnRecord
 from trinity_cli.core.roles import ROLE_ORDER
+from trinity_cli.errors import redact
 
 SCHEMA_VERSION = 1
 
@@ -120,12 +124,28 @@ ROLE_STYLES = {"thinker": "magenta", "worker": "cyan", "verifier": "yellow"}
 VERDICT_STYLES = {"accept": "bold green", "reject": "red", "malformed": "red"}
 
 
+STREAM_LINES = 6  # of the reply in flight, under its turn's line
+STREAM_TAIL = 4000  # characters of the reply the live lines are cut from
+
+
+def tail_lines(text: str, lines: int) -> str:
+    """The last `lines` lines of `text`, redacted (a key cut by the tail's start is dropped with
+    the partial first line)."""
+    tail = text[-STREAM_TAIL:]
+    rows = redact(tail).splitlines()
+    if len(tail) < len(text):
+        rows = rows[1:]
+    return "\n".join(rows[-lines:])
+
+
 class TurnDisplay:
-    def __init__(self, console: Console, header: str = "") -> None:
+    def __init__(self, console: Console, header: str = "", verbose: bool = False) -> None:
         self.console = console
+        self.verbose = verbose
         self.live: Live | None = None
         self.spent = 0.0
         self.streamed = 0
+        self.text = ""
         self.started = 0.0
         self.decision: Decision | None = None
         if header:
@@ -133,18 +153,20 @@ class TurnDisplay:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TurnStarted):
-            self.decision, self.streamed, self.started = event.decision, 0, time.perf_counter()
-            if self.console.is_terminal:
-                self.live = Live(self._in_flight(), console=self.console, transient=True, refresh_per_second=8)
+            self.decision, self.streamed, self.text, self.started = event.decision, 0, "", time.perf_counter()
+            if self.console.is_terminal:  # Live's thread draws `_in_flight` 8 times a second: no work per piece
+                self.live = Live(console=self.console, transient=True, refresh_per_second=8,
+                                 get_renderable=self._in_flight)
                 self.live.start()
         elif isinstance(event, TextDelta):
             self.streamed += 1
-            if self.live is not None:
-                self.live.update(self._in_flight())
+            self.text += event.text
         elif isinstance(event, TurnFinished):
             self._stop_live()
             self.spent += event.record.usd
             self.console.print(self._finished(event.record))
+            if self.verbose and event.record.text.strip():
+                self.console.print(Padding(Text(redact(event.record.text.strip())), (0, 0, 0, 9)))
         elif isinstance(event, CheckFinished):
             line = Text(f"         {event.outcome.source} ", style="bold")
             passed = event.outcome.passed
@@ -176,11 +198,12 @@ class TurnDisplay:
         line.append(f" p={decision.probability:.2f}{source}", style="dim")
         return line
 
-    def _in_flight(self) -> Text:
+    def _in_flight(self) -> Group:
         assert self.decision is not None
         line = self._head(self.decision)
         line.append(f"  … {self.streamed} tokens, {time.perf_counter() - self.started:.1f}s", style="dim")
-        return line
+        text = Text(tail_lines(self.text, STREAM_LINES), style="dim", no_wrap=True, overflow="ellipsis")
+        return Group(line, Padding(text, (0, 0, 0, 9))) if self.text else Group(line)
 
     def _finished(self, record: TurnRecord) -> Text:
         line = self._head(record.decision)

@@ -10,15 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from trinity_cli.cli.console import stderr
+from trinity_cli.cli.options import PoolOption
 
 HELP = """Show which sandbox isolation works here for the user running trinity (and what it does
 not isolate), which agents of the pool are usable, where config and caches live, and the
 coordinator's backend and threads. --json prints the same as one object. Exit 0 when every
-agent and the coordinator model are usable, 3 otherwise (or on a bad pool file)."""
+agent and the coordinator model are usable, 3 otherwise (or on a bad pool file).
+
+Example: trinity doctor --pool my-pool.toml"""
 
 
 def doctor(
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    pool: PoolOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
 ) -> int:
     from trinity_cli.config import load_pool

@@ -11,6 +11,7 @@ import typer
 
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
+from trinity_cli.cli.options import PoolOption, TasksOption
 
 HELP = """Compare a head with the baselines on a split of a task set: pass@1 with a 95% interval,
 $ per task and mean turns. Warns when the tasks overlap the head's training split. --json prints
@@ -35,15 +36,17 @@ far, marked partial. --dry-run prints the rows' episodes, agent calls and worst-
 and calls nothing.
 
 The run is written to the run log as one summary row (see `trinity logs`), also when it stops
-early; --no-log or TRINITY_NO_LOG=1 turns that off."""
+early; --no-log or TRINITY_NO_LOG=1 turns that off.
+
+Example: trinity eval --pool ldb-humaneval --tasks humaneval --weights ldb-humaneval --limit 10"""
 
 
 def eval_command(
     weights: Annotated[str, typer.Option("--weights", help="The head to evaluate (path or name), a comma list, or a directory of heads.")],
-    tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
+    tasks: TasksOption = "humaneval",
     split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks of the split, in the task file's order (best-fixed is still chosen on the whole train split).")] = None,
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    pool: PoolOption = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Turn limit of the head, loop and best-fixed. Default: the first head's training turns, else 3.")] = None,
     cost_weight: Annotated[float | None, typer.Option("--cost-weight", min=0.0, help="best-fixed is chosen by pass@1 − this × $/task. Default: the first head's training cost weight, else 0.")] = None,
     baselines: Annotated[str, typer.Option("--baselines", help="Baseline rows: a comma list of random, pipeline, single, loop, cascade, best-fixed, oracle; or none.")] = "all",

@@ -28,14 +28,19 @@ shown by `trinity doctor`). Every `solve` is logged turn by turn as it runs, so 
 killed keeps the turns it finished (it shows as interrupted); each `eval` and `train` is one
 summary row. --no-log on those commands, or TRINITY_NO_LOG=1, turns logging off.
 
---json prints a list of {{id, time, command, problem_sha256, verdict, turns, usd, agents}}.
+--json prints a list of {{id, time, command, problem, problem_sha256, verdict, turns, usd, agents}}
+(problem: its first line; for eval and train, the task set and split).
+
+Example: trinity logs -n 5 --verdict accepted
 
 {EXIT_CODES}"""
 
-SHOW_HELP = f"""Replay run ID (or `last`) as the live display drew it, on stderr, and print its
-answer on stdout. --json prints the object `solve --json` printed (for a run that never
+SHOW_HELP = f"""Replay run ID (or `last`) as `solve -v` drew it, each turn's text included, on
+stderr, and print its answer on stdout. --json prints the object `solve --json` printed (for a run that never
 finished, the same built from its stored turns, verdict interrupted); for eval and train, the
 stored summary.
+
+Example: trinity logs show last
 
 {EXIT_CODES}"""
 
@@ -43,9 +48,13 @@ STATS_HELP = f"""Sum each agent's calls, tokens and $ per day (local time), with
 the agent's Worker answers, the share that ended a run as its accepted answer. Counts solve
 turns; eval and train keep no turns.
 
+Example: trinity logs stats --since 2026-12-01
+
 {EXIT_CODES}"""
 
 PRUNE_HELP = f"""Delete the runs started more than AGE ago (Nd days or Nh hours), with their turns.
+
+Example: trinity logs prune --older-than 30d
 
 {EXIT_CODES}"""
 
@@ -96,7 +105,7 @@ def show(
     from trinity_cli.cli.solve import display_header
 
     row = stored.row
-    display = TurnDisplay(stderr, header=display_header(row["pool"]["source"], row["head"], row["tests"]))
+    display = TurnDisplay(stderr, display_header(row["pool"]["source"], row["head"], row["tests"]), verbose=True)
     events, result = replay(stored)
     for event in events:
         display(event)
@@ -261,10 +270,10 @@ def _print_runs(runs: list[dict[str, Any]]) -> None:
         return
 
     table = Table(title="run log, newest first", title_justify="left")
-    for column in ("id", "time", "command", "verdict", "turns", "$", "agents"):
+    for column in ("id", "time", "command", "problem", "verdict", "turns", "$", "agents"):
         table.add_column(column, no_wrap=column in ("time", "verdict"))
     for r in runs:
         when = datetime.fromisoformat(r["time"]).astimezone().strftime("%Y-%m-%d %H:%M")
-        table.add_row(str(r["id"]), when, r["command"], r["verdict"], str(r["turns"]), f"{r['usd']:.4f}",
-                      ", ".join(r["agents"]))
+        table.add_row(str(r["id"]), when, r["command"], r["problem"], r["verdict"], str(r["turns"]),
+                      f"{r['usd']:.4f}", ", ".join(r["agents"]))
     stderr.print(table)

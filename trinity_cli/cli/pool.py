@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from trinity_cli.cli.console import stderr
+from trinity_cli.cli.options import PoolOption
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -19,11 +20,13 @@ the newest shipped head that fits > the universal head when every agent has a pr
 fallback pipeline; --weights checks that head), and each agent's profile (`trinity profile`)
 and its age. Exit 0
 when every agent is usable and the head solve would use fits, 3 otherwise (or on a bad pool
-file). With --list: the bundled recorded pools and task sets."""
+file). With --list: the bundled recorded pools and task sets.
+
+Example: trinity pool --pool ldb-humaneval"""
 
 
 def pool(
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    pool: PoolOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     list_bundled: Annotated[bool, typer.Option("--list", help="List the bundled recorded pools and task sets.")] = False,
     weights: Annotated[str | None, typer.Option("--weights", help="Check this head (path or name) as solve would.")] = None,

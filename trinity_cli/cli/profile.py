@@ -10,6 +10,7 @@ import typer
 
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
+from trinity_cli.cli.options import PoolOption, TasksOption
 
 HELP = """Measure each agent's profile for the universal head: its pass rate on N calibration tasks
 of the train split (the same tasks for every agent), a skill vector fitted on those tasks'
@@ -21,12 +22,14 @@ Profiles are stored in the user data dir, keyed by everything that changes the a
 or the profile's meaning (provider, model, base_url, temperature, mode, max_tokens, the
 coordinator, the head's basis, the task ids and N), never by the name alone; an agent already
 profiled on these tasks is skipped unless --refresh. Then `solve` and `eval` route the pool with
-the universal head when no pool-specific head fits. `trinity pool` shows the profiles."""
+the universal head when no pool-specific head fits. `trinity pool` shows the profiles.
+
+Example: trinity profile --pool my-pool.toml --tasks humaneval --n 40"""
 
 
 def profile(
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file or bundled pool.")] = None,
-    tasks: Annotated[str, typer.Option("--tasks", help="Task set (name or JSONL file) whose train split calibrates.")] = "humaneval",
+    pool: PoolOption = None,
+    tasks: TasksOption = "humaneval",
     n: Annotated[int, typer.Option("--n", min=2, help="Calibration tasks per agent.")] = 40,
     weights: Annotated[str, typer.Option("--weights", help="The universal head whose basis the skills are measured in.")] = "universal",
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this (exit 5).")] = None,

@@ -11,11 +11,15 @@ from typing import Annotated, Any
 import typer
 
 from trinity_cli.cli.console import stderr
+from trinity_cli.cli.options import PoolOption
 
-HELP = """Solve one coding problem (a Markdown or text file, or - for stdin).
+HELP = """Solve one coding problem (a Markdown or text file; - or a pipe for stdin).
 
-Each turn the coordinator picks one agent of the pool and one role. Progress goes to stderr;
+Each turn the coordinator picks one agent of the pool and one role. Progress goes to stderr
+(on a terminal the reply streams under its turn's line; -v prints every finished turn's text);
 stdout gets only the final answer (or JSON with --json / --jsonl).
+
+Example: trinity solve problem.md --pool ldb-humaneval -v > answer.py
 
 Exit codes: 0 accepted; 2 usage or unreadable input; 3 configuration (pool, weights, keys,
 --offline); 4 provider error; 5 budget; 6 turn limit, no answer or tests failed; 130
@@ -27,8 +31,8 @@ the sandbox; a failing answer at the end is verdict tests_failed (exit 6). --no-
 
 Weights, first match wins: --weights (a path or a head's name) > TRINITY_WEIGHTS > [coordinator]
 weights in the pool file > the newest head you trained that fits the pool and coordinator (the
-user heads folder) > the newest shipped head that fits > the fallback pipeline thinker ->
-worker -> verifier. `trinity pool` says which and why; --weights none forces the fallback.
+user heads folder) > the newest shipped head that fits > the universal head when every agent
+has a profile (`trinity profile`) > the fallback pipeline thinker -> worker -> verifier. `trinity pool` says which and why; --weights none forces the fallback.
 
 An answer that does not parse as Python is never accepted, tests or not.
 
@@ -41,14 +45,15 @@ EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, 
 
 
 def solve(
-    problem: Annotated[str, typer.Argument(help="Problem file, or - to read stdin.")],
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    problem: Annotated[str | None, typer.Argument(help="Problem file; - or none with a pipe reads stdin.")] = None,
+    pool: PoolOption = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Head .npz path or name, or 'none'.")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Turn limit. Default: the head's training turns, else 5.")] = None,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     jsonl_out: Annotated[bool, typer.Option("--jsonl", help="Print one JSON event per line as it happens.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each finished turn's text on stderr, and the head's path.")] = False,
     sample: Annotated[bool, typer.Option("--sample", help="Sample agent and role instead of greedy.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --sample.")] = 0,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network.")] = False,
@@ -75,6 +80,8 @@ def solve(
         raise UsageError("--json and --jsonl are exclusive: pick one")
     if tests is not None and no_tests:
         raise UsageError("--tests and --no-tests are exclusive: pick one")
+    if quiet and verbose:
+        raise UsageError("--quiet and --verbose are exclusive: pick one")
     text = read_problem(problem)
     suite = None if no_tests else suite_from_file(tests) if tests is not None else suite_from_problem(text)
     pool_cfg = load_run_pool(pool, offline, budget_usd)
@@ -87,7 +94,8 @@ def solve(
     sinks: list[Callable[[Any], None]] = []
     tests_json = None if suite is None else {"source": suite.source, "count": suite.count}
     if not quiet:
-        sinks.append(TurnDisplay(stderr, header=display_header(pool_cfg.source, choice.source, tests_json)))
+        head = choice.source if verbose or choice.meta is None else Path(choice.source).name
+        sinks.append(TurnDisplay(stderr, display_header(pool_cfg.source, head, tests_json), verbose))
     budget = Budget(budget_usd)
     if jsonl_out:
         sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite, budget))
@@ -119,11 +127,14 @@ def display_header(pool_source: str, policy_source: str, tests: dict[str, Any] |
     return f"pool: {pool_source} · policy: {policy_source}{checking}"
 
 
-def read_problem(argument: str) -> str:
-    """The problem text; anything that is not non-empty UTF-8 text is a usage error (exit 2)."""
+def read_problem(argument: str | None) -> str:
+    """The problem text; anything that is not non-empty UTF-8 text is a usage error (exit 2).
+    No argument reads a pipe (never a terminal: that would wait for typing nobody meant)."""
     from trinity_cli.errors import UsageError
 
-    if argument == "-":
+    if argument is None and sys.stdin.isatty():
+        raise UsageError("no problem given: name a file, or pipe it in (cat problem.md | trinity solve)")
+    if argument in (None, "-"):
         data = sys.stdin.buffer.read(MAX_PROBLEM_BYTES + 1)
         where = "stdin"
     else:

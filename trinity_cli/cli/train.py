@@ -11,6 +11,7 @@ import typer
 
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
 from trinity_cli.cli.console import stderr
+from trinity_cli.cli.options import PoolOption, TasksOption
 
 if TYPE_CHECKING:
     from trinity_cli.config import AgentSpec
@@ -55,13 +56,15 @@ configuration, 4 provider error, 5 stopped for budget.
 exits without loading the coordinator, calling an agent or writing a file.
 
 The run is written to the run log as one summary row (see `trinity logs`), also when it stops
-early; --no-log or TRINITY_NO_LOG=1 turns that off."""
+early; --no-log or TRINITY_NO_LOG=1 turns that off.
+
+Example: trinity train --pool ldb-mbpp --tasks mbpp --dry-run"""
 
 
 def train(
     out: Annotated[Path | None, typer.Option("--out", help="Where to write the head (.npz). Default: the user heads folder, where solve finds it.")] = None,
-    tasks: Annotated[str, typer.Option("--tasks", help="'humaneval' or a JSONL task file.")] = "humaneval",
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool TOML file.")] = None,
+    tasks: TasksOption = "humaneval",
+    pool: PoolOption = None,
     generations: Annotated[int, typer.Option("--generations", min=1)] = DEFAULTS.generations,
     popsize: Annotated[int, typer.Option("--popsize", min=2)] = DEFAULTS.popsize,
     sigma0: Annotated[float, typer.Option("--sigma0", min=1e-6)] = DEFAULTS.sigma0,

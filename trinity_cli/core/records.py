@@ -18,7 +18,7 @@ class CheckOutcome:
 
     passed: bool
     summary: str
-    source: str = "tests"  # "syntax": the answer did not parse, so no test ran
+    source: str  # what checked it (TestSuite.source), or "syntax": the answer did not parse, so no test ran
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ class TestSuite:
             lines.append(f"{result.tests_passed}/{result.tests_total} passed" if result.tests_total
                          else "the tests did not finish")
             summary = "\n".join(lines[-SUMMARY_LINES:])
-        return CheckOutcome(result.passed, summary)
+        return CheckOutcome(result.passed, summary, self.source)
 
 
 def suite_from_file(path: Path) -> TestSuite:

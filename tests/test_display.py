@@ -1,0 +1,108 @@
+"""What a user watches: the reply streaming under its turn on a terminal, `-v` text on a pipe,
+keys redacted in both. The terminal is a real pseudo-terminal; the agents are the embedded
+GGUF and a loopback OpenAI-compatible server that streams slowly."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from test_cli import FAST_POOL, PROBLEM, TRINITY, trinity
+from wire.server import WireServer, openai_stream
+
+KEY = "sk-planted-0123456789abcdef"
+REPLY = ("First I read the problem closely.\nThe key I was given is " + KEY + " and I keep it.\n"
+         "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```\nThat is all.\n")
+PIECES, GAP_S = 8, 0.4  # the reply takes about 3 s to stream
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[list[tuple[float, bytes]], str, int]:
+    """Run trinity with stderr on a pseudo-terminal and stdout on a pipe: the terminal's bytes
+    with the time each arrived, stdout, exit code."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([TRINITY, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+                            cwd=cwd, env={**os.environ, "TERM": "xterm", "COLUMNS": "120", **env})
+    os.close(slave)
+    chunks: list[tuple[float, bytes]] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not data:
+                return
+            chunks.append((time.monotonic(), data))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    stdout, _ = proc.communicate(timeout=300)
+    reader.join(timeout=10)
+    os.close(master)
+    return chunks, stdout.decode(), proc.returncode
+
+
+def first_seen(chunks: list[tuple[float, bytes]], needle: bytes) -> float | None:
+    seen = b""
+    for at, data in chunks:
+        seen += ANSI.sub(b"", data)
+        if needle in seen:
+            return at
+    return None
+
+
+@pytest.fixture()
+def streaming_server(workdir: Path):
+    server = WireServer()
+    server.responses.append(openai_stream(REPLY, pieces=PIECES, gap_s=GAP_S))
+    (workdir / "pool.toml").write_text(f'[[agents]]\nname = "remote"\nprovider = "openai"\nmodel = "m"\n'
+                                       f'base_url = "{server.url}/v1"\nroles = ["worker"]\n')
+    (workdir / "p.md").write_text(PROBLEM.read_text())
+    yield server
+    server.close()
+
+
+def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(workdir, streaming_server):
+    chunks, stdout, code = on_a_terminal(["solve", "p.md", "--pool", "pool.toml", "--weights", "none",
+                                          "--max-turns", "1", "--no-log"], workdir, {"OPENAI_API_KEY": KEY})
+    terminal = b"".join(data for _, data in chunks)
+    assert code == 6, terminal.decode(errors="replace")  # one Worker turn: the turn limit, an answer
+    assert stdout == "def add(a: int, b: int) -> int:\n    return a + b\n"  # the answer alone
+    early, late = first_seen(chunks, b"read the problem closely"), first_seen(chunks, b"That is all.")
+    finished = first_seen(chunks, b"tok ")  # the turn's permanent line: "12→34 tok"
+    assert early is not None and late is not None and finished is not None, terminal.decode(errors="replace")
+    assert late - early > GAP_S * 2  # the first words were on the terminal long before the last came
+    assert early < finished - GAP_S * 2
+    assert KEY.encode() not in terminal and b"***" in terminal
+
+
+def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, streaming_server):
+    result = subprocess.run([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1",
+                             "--no-log", "-v", "--json"], check=False, capture_output=True, text=True, cwd=workdir, timeout=300,
+                            env={**os.environ, "OPENAI_API_KEY": KEY})
+    assert result.returncode == 6, result.stderr
+    assert "I read the problem closely" in result.stderr and "That is all." in result.stderr
+    assert KEY not in result.stderr and "The key I was given is *** and I keep it." in result.stderr
+    assert json.loads(result.stdout)["turns"][0]["role"] == "worker"  # stdout: the JSON alone
+    quiet = trinity("solve", "p.md", "--pool", "pool.toml", "-q", "-v", cwd=workdir)
+    assert quiet.returncode == 2 and "--quiet and --verbose are exclusive" in quiet.stderr
+
+
+def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
+    (workdir / "fast.toml").write_text(FAST_POOL.replace("max_tokens = 12", "max_tokens = 48"))
+    chunks, stdout, code = on_a_terminal(["solve", str(PROBLEM), "--pool", "fast.toml", "--max-turns", "1",
+                                          "--no-log", "--json"], workdir, {})
+    turn = json.loads(stdout)["turns"][0]
+    words = [w for w in re.findall(r"[A-Za-z]{4,}", turn["text"])]
+    assert code in (0, 6) and words, turn
+    seen, finished = first_seen(chunks, words[0].encode()), first_seen(chunks, b"tok ")
+    assert seen is not None and finished is not None and seen <= finished  # drawn in flight, before its line
+
