@@ -40,6 +40,7 @@ Every run is written to the run log as it happens (see `trinity logs`); --no-log
 TRINITY_NO_LOG=1 turns that off. A log that cannot be written costs a warning, never the run."""
 
 MAX_PROBLEM_BYTES = 1_000_000
+NO_PROBLEM = "no problem given: name a file or pipe it in (see `trinity solve --help`)"
 EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, "no_answer": 6,
               "tests_failed": 6, "interrupted": 130}
 
@@ -133,7 +134,7 @@ def read_problem(argument: str | None) -> str:
     from trinity_cli.errors import UsageError
 
     if argument is None and sys.stdin.isatty():
-        raise UsageError("no problem given: name a file, or pipe it in (cat problem.md | trinity solve)")
+        raise UsageError(NO_PROBLEM)
     if argument in (None, "-"):
         data = sys.stdin.buffer.read(MAX_PROBLEM_BYTES + 1)
         where = "stdin"
@@ -158,5 +159,5 @@ def read_problem(argument: str | None) -> str:
     except UnicodeDecodeError as exc:
         raise UsageError(f"problem {where} is not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
-        raise UsageError(f"problem {where} is empty")
+        raise UsageError(NO_PROBLEM if argument is None else f"problem {where} is empty")
     return text
