@@ -9,6 +9,7 @@ grader's one-time token says every test passed, so an answer that exits early do
 
 from __future__ import annotations
 
+import ast
 import doctest
 import re
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ class TestSuite:
 
     source: str  # the test file's path, or "problem examples"
     tests: Tests
-    count: int  # test functions (+1 for the module), or doctest examples
+    count: int  # test functions (1 for a file of asserts only), or doctest examples
 
     def run(self, answer: str, limits: Limits = Limits()) -> CheckOutcome:
         result = grade(answer, self.tests, limits=limits)
@@ -62,8 +63,9 @@ def suite_from_file(path: Path) -> TestSuite:
         compile(text, str(path), "exec")
     except SyntaxError as exc:
         raise UsageError(f"--tests file {path}:{exc.lineno}: {exc.msg}") from None
-    count = 1 + len(re.findall(r"^def test", text, re.MULTILINE))
-    return TestSuite(str(path), Tests("file", source=text), count)
+    functions = [node for node in ast.parse(text).body
+                 if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+    return TestSuite(str(path), Tests("file", source=text), max(1, len(functions)))
 
 
 def suite_from_problem(text: str) -> TestSuite | None:
