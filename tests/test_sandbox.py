@@ -94,6 +94,14 @@ def test_a_plain_program_runs_and_its_output_comes_back():
     assert isolation().mode in MODES and isolation().user
 
 
+def test_stdin_is_exactly_the_given_input_and_leaves_no_file_behind(mode):
+    given = "3 4\n\n  spaced  \nlast line without newline"
+    reader = "import os, sys\nprint(repr(sys.stdin.read()), sorted(os.listdir('.')))\n"
+    result = run_in_mode(reader, mode, stdin=given)
+    assert result.passed and result.stdout == f"{given!r} ['candidate.py']\n", result.stderr
+    assert run_in_mode(reader, mode).stdout == "'' ['candidate.py']\n"  # no input: stdin is empty
+
+
 def test_an_infinite_loop_is_killed_at_the_wall_clock_limit(mode):
     tag = "tri-" + uuid.uuid4().hex[:10]
     result = run_in_mode(tagged(tag) + "while True:\n    pass\n", mode, Limits(wall_s=1.5))

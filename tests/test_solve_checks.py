@@ -51,11 +51,20 @@ def test_a_test_file_runs_asserts_and_test_functions(tmp_path):
     path.write_text("assert add(1, 1) == 2\n\ndef test_negative():\n    assert add(-2, -3) == -5\n\n"
                     "def test_big():\n    assert add(10**20, 1) == 10**20 + 1\n")
     suite = suite_from_file(path)
-    assert suite.count == 3
+    assert suite.count == 2  # the test functions; the module's asserts must pass for any to run
     assert suite.run("def add(a, b):\n    return a + b\n").passed
     half = suite.run("def add(a, b):\n    return a + b if a > 0 else 0\n")
-    assert not half.passed and "test_negative failed" in half.summary and "2/3 passed" in half.summary
+    assert not half.passed and "test_negative failed" in half.summary and "1/2 passed" in half.summary
     assert not suite.run("import sys\nsys.exit(0)\n").passed  # exiting early is not passing
+
+
+def test_a_test_file_counts_its_test_functions_or_one_for_asserts_only(tmp_path):
+    path = tmp_path / "tests.py"
+    path.write_text("def test_one():\n    assert add(1, 1) == 2\n")
+    assert suite_from_file(path).count == 1
+    path.write_text("assert add(1, 1) == 2\nassert add(0, 0) == 0\n")
+    suite = suite_from_file(path)
+    assert suite.count == 1 and "1/1 passed" in suite.run("def add(a, b):\n    return a + b\n").summary
 
 
 @pytest.mark.parametrize("content,fragment", [(None, "not found"), ("", "is empty"), ("def (:\n", "tests.py:1"),

@@ -25,9 +25,12 @@ Exit codes: 0 accepted; 2 usage or unreadable input; 3 configuration (pool, weig
 --offline); 4 provider error; 5 budget; 6 turn limit, no answer or tests failed; 130
 interrupted; 1 bug.
 
-Execution check: with --tests FILE (plain asserts or test_* functions), or else the problem's
-doctest examples (>>> lines), a Verifier ACCEPT counts only when the answer also passes them in
-the sandbox; a failing answer at the end is verdict tests_failed (exit 6). --no-tests skips it.
+Execution check: with --tests FILE (plain asserts or test_* functions; or a .json list of
+{"input": ..., "output": ...} stdin/stdout cases), or else the problem's doctest examples (>>>
+lines), or else its samples ("Sample Input 1" / "Sample Output 1", or "Input" / "Output" under
+"Examples": the answer is then a program reading stdin), a Verifier ACCEPT counts only when the
+answer also passes them in the sandbox; a failing answer at the end is verdict tests_failed
+(exit 6). --no-tests skips it.
 
 Weights, first match wins: --weights (a path or a head's name) > TRINITY_WEIGHTS > [coordinator]
 weights in the pool file > the newest head you trained that fits the pool and coordinator (the
@@ -58,7 +61,7 @@ def solve(
     sample: Annotated[bool, typer.Option("--sample", help="Sample agent and role instead of greedy.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --sample.")] = 0,
     offline: Annotated[bool, typer.Option("--offline", help="Refuse agents that need the network.")] = False,
-    tests: Annotated[Path | None, typer.Option("--tests", help="Test file the answer must pass (asserts or test_* functions).")] = None,
+    tests: Annotated[Path | None, typer.Option("--tests", help="Tests the answer must pass: asserts, test_*, or .json stdin/stdout cases.")] = None,
     no_tests: Annotated[bool, typer.Option("--no-tests", help="No execution check, not even the problem's examples.")] = False,
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
 ) -> int:
@@ -76,6 +79,7 @@ def solve(
         warn_if_other_numerics,
     )
     from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
+    from trinity_cli.tasks.samples import stated_tolerance
 
     if json_out and jsonl_out:
         raise UsageError("--json and --jsonl are exclusive: pick one")
@@ -84,7 +88,9 @@ def solve(
     if quiet and verbose:
         raise UsageError("--quiet and --verbose are exclusive: pick one")
     text = read_problem(problem)
-    suite = None if no_tests else suite_from_file(tests) if tests is not None else suite_from_problem(text)
+    chosen = suite_from_file(tests, stated_tolerance(text)) if tests is not None else suite_from_problem(text)
+    suite = None if no_tests else chosen
+    stdin_program = chosen is not None and chosen.stdin_program  # the Worker's prompt says so, checked or not
     pool_cfg = load_run_pool(pool, offline, budget_usd)
     warn = (lambda msg: None) if quiet else (lambda msg: stderr.print(f"warning: {msg}", markup=False))
     choice = choose_policy(pool_cfg, weights, warn)
@@ -96,7 +102,8 @@ def solve(
     tests_json = None if suite is None else {"source": suite.source, "count": suite.count}
     if not quiet:
         head = choice.source if verbose or choice.meta is None else Path(choice.source).name
-        sinks.append(TurnDisplay(stderr, display_header(pool_cfg.source, head, tests_json), verbose))
+        header = display_header(pool_cfg.source, head, tests_json, searched=not no_tests)
+        sinks.append(TurnDisplay(stderr, header, verbose))
     budget = Budget(budget_usd)
     if jsonl_out:
         sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite, budget))
@@ -105,7 +112,7 @@ def solve(
         sinks.append(RunLogSink.start(text, pool_cfg, choice.source, tests=tests_json, settings=settings, warn=warn,
                                       final=lambda r: episode_json(r, pool_cfg.names, suite, budget)))
     result = run_episode(
-        Problem.from_markdown(text), agents, coordinator, choice.policy,
+        Problem.from_markdown(text, stdin_program), agents, coordinator, choice.policy,
         max_turns=max_turns, budget=budget, sample_seed=seed if sample else None,
         on_event=fan_out(sinks), check=None if suite is None else suite.run,
     )
@@ -122,9 +129,17 @@ def solve(
     return EXIT_CODES[result.verdict]
 
 
-def display_header(pool_source: str, policy_source: str, tests: dict[str, Any] | None) -> str:
-    """The display's first line (`trinity logs show` draws it again from the log)."""
-    checking = f" · checked by {tests['source']} ({tests['count']} test{'s' * (tests['count'] != 1)})" if tests else ""
+NO_EXAMPLES = "no examples found: only the syntax check runs"
+
+
+def display_header(pool_source: str, policy_source: str, tests: dict[str, Any] | None,
+                   searched: bool = False) -> str:
+    """The display's first line (`trinity logs show` draws it again from the log); `searched`:
+    the run looked for tests (no --no-tests), so finding none is news."""
+    if tests:
+        checking = f" · checked by {tests['source']} ({tests['count']} test{'s' * (tests['count'] != 1)})"
+    else:
+        checking = f" · {NO_EXAMPLES}" if searched else ""
     return f"pool: {pool_source} · policy: {policy_source}{checking}"
 
 

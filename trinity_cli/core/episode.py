@@ -10,9 +10,10 @@ episodes in lock step with the same functions. The rules of the method live here
 - a malformed verdict is a rejection;
 - the final answer is the latest Worker answer;
 - an ACCEPT counts only when the answer parses (`ast.parse`, nothing run) and, given an
-  execution check (`solve --tests`, or the problem's doctest examples), passes it: otherwise
-  the failure is appended to the Verifier's turn, the loop goes on, and an episode that ends
-  with a failing answer (or one that does not parse, tests or not) is `tests_failed`;
+  execution check (`solve --tests`, or the problem's doctest examples or samples), passes
+  it: otherwise the failure is appended to the Verifier's turn, the loop goes on, and an
+  episode that ends with a failing answer (or one that does not parse, tests or not) is
+  `tests_failed`;
 - every attempt of an agent call, retries included, first reserves the call's worst case in
   the budget (`core.budget.CallSpend`); a refusal ends the episode with verdict `budget`.
 """
@@ -43,12 +44,12 @@ from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, Turn
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
     ROLE_ORDER,
-    SYSTEM_PROMPTS,
     Role,
     extract_code,
     parse_next_role,
     parse_verdict,
     syntax_error,
+    system_prompt,
 )
 from trinity_cli.core.transcript import Problem, Transcript, Turn
 from trinity_cli.errors import BudgetExceeded, ProviderError
@@ -160,7 +161,7 @@ def request_for(state: EpisodeState, decision: Decision) -> Request | None:
     problem = state.transcript.problem
     return Request(
         role=decision.role,
-        system=SYSTEM_PROMPTS[decision.role],
+        system=system_prompt(decision.role, problem.stdin_program),
         user=state.transcript.agent_view(),
         lead=COMPLETION_LEADS[decision.role],
         answer_prefix=problem.code_prompt if decision.role is Role.WORKER else "",

@@ -42,6 +42,17 @@ SYSTEM_PROMPTS: dict[Role, str] = {
     ),
 }
 
+# Added to the Worker's prompt when the answer is judged as a program on stdin/stdout samples:
+# a Worker told to define "everything the task asks for" would otherwise write a function.
+STDIN_PROGRAM_NOTE = (" This task is a program: write a complete script that reads the input from stdin and "
+                      "prints the answer to stdout, not just a function.")
+
+
+def system_prompt(role: Role, stdin_program: bool = False) -> str:
+    """The role's system prompt; a Worker on a stdin/stdout problem is told to write a program."""
+    return SYSTEM_PROMPTS[role] + (STDIN_PROGRAM_NOTE if stdin_program and role is Role.WORKER else "")
+
+
 # What a completion-mode (base) model is asked to continue after the transcript.
 COMPLETION_LEADS: dict[Role, str] = {
     Role.THINKER: "Plan:\n",

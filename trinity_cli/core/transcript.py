@@ -54,12 +54,13 @@ class Problem:
     text: str
     code_prompt: str = ""
     task_id: str = ""  # set for tasks of a task set (the simulated pool looks them up)
+    stdin_program: bool = False  # the answer is a whole program: input on stdin, output on stdout
 
     @classmethod
-    def from_markdown(cls, text: str) -> Problem:
+    def from_markdown(cls, text: str, stdin_program: bool = False) -> Problem:
         """The code prompt of a Markdown problem is its last Python fenced block, if any."""
         blocks = re.findall(r"```(?:python|py)[^\n]*\n(.*?)```", text, re.DOTALL)
-        return cls(text=text, code_prompt=blocks[-1] if blocks else "")
+        return cls(text=text, code_prompt=blocks[-1] if blocks else "", stdin_program=stdin_program)
 
 
 @dataclass(frozen=True)

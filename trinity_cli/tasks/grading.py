@@ -15,6 +15,13 @@ imports and helper functions), as HumanEval's own harness does. Three kinds of t
 `check` (HumanEval's `check(candidate)`), `file` (module-level asserts, then each `test*`
 function) and `doctest` (examples from the problem text).
 
+A fourth, `stdio`, runs the answer as a whole program (`__main__`), once per case, in a fresh
+sandbox with the case's input on stdin and nothing else in reach, and this process compares
+its captured stdout with the expected output (`samples.output_difference`). The expected
+output never enters the sandbox and the verdict is made outside it, so nothing the program
+prints or exits with can forge a pass; a case passes only when its output matches and it
+exits 0.
+
 What a grade cannot prove (README, Safety): a program that deliberately searches its own
 process for the token, or returns an object whose `__eq__` is always true.
 
@@ -33,6 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trinity_cli.store import KeyValueStore, Table
+from trinity_cli.tasks.samples import output_difference
 from trinity_cli.tasks.sandbox import Limits, run_python
 from trinity_cli.tasks.taskset import Task
 
@@ -96,7 +104,9 @@ def run(tests, solution, scope):
         if not guarded("module-level assertions", lambda: exec(code, scope)):
             return 0, 1
         functions = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) and n not in before]
-        return 1 + sum(guarded(name, fn) for name, fn in functions), 1 + len(functions)
+        if not functions:  # module-level asserts only: one test
+            return 1, 1
+        return sum(guarded(name, fn) for name, fn in functions), len(functions)
     examples = [doctest.Example(source, want) for source, want in tests["examples"]]
     test = doctest.DocTest(examples, dict(scope), "problem examples", "problem", 0, None)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -116,10 +126,11 @@ class Tests:
 
     __test__ = False  # not a pytest class
 
-    kind: str  # "check" | "file" | "doctest"
+    kind: str  # "check" | "file" | "doctest" | "stdio"
     source: str = ""  # check, file: the test code
     entry_point: str = ""  # check: the function handed to check()
-    examples: tuple[tuple[str, str], ...] = ()  # doctest: (source, expected output)
+    examples: tuple[tuple[str, str], ...] = ()  # doctest: (source, expected output); stdio: (stdin, expected stdout)
+    tolerance: float | None = None  # stdio: the error allowed between numbers (absolute or relative)
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,8 @@ _RESULT = re.compile(r"^(\S+) (\d+)/(\d+)$")
 
 def grade(answer: str, tests: Tests, prelude: str = "", limits: Limits = Limits()) -> Grade:
     """Run `answer` (after `prelude`) against `tests` in the sandbox; see the module docstring."""
+    if tests.kind == "stdio":
+        return grade_program(answer, tests.examples, tests.tolerance, limits)
     token = secrets.token_hex(16)
     spec = {"token": token, "prelude": prelude, "answer": answer, "tests": asdict(tests)}
     result = run_python(_HARNESS, limits, {SPEC_FILE: json.dumps(spec)})
@@ -145,6 +158,27 @@ def grade(answer: str, tests: Tests, prelude: str = "", limits: Limits = Limits(
     n_passed, total = (int(last.group(2)), int(last.group(3))) if last else (0, 0)
     output = "\n".join(lines[:-1] if last else lines).strip() + result.stderr
     return Grade(passed_line and result.returncode == 0, n_passed, total, result.timed_out, output)
+
+
+def grade_program(program: str, cases: tuple[tuple[str, str], ...], tolerance: float | None = None,
+                  limits: Limits = Limits()) -> Grade:
+    """Run `program` on each (stdin, expected stdout) case, each under `limits`; this process
+    judges the output (the first 64 KiB of it, what the sandbox keeps). The first timeout ends
+    the grading: a program that hangs on one case would likely hang on each."""
+    passed, notes = 0, []
+    for number, (stdin, expected) in enumerate(cases, start=1):
+        result = run_python(program, limits, stdin=stdin)
+        if result.timed_out:
+            notes.append(f"case {number}: timed out after {limits.wall_s:g} s")
+            return Grade(False, passed, len(cases), True, "\n".join(notes))
+        if result.returncode != 0:
+            errors = result.stderr.strip().splitlines()
+            notes.append(f"case {number} failed: exit code {result.returncode}" + (f": {errors[-1]}" if errors else ""))
+        elif (difference := output_difference(result.stdout, expected, tolerance)) is not None:
+            notes.append(f"case {number} failed: {difference}")
+        else:
+            passed += 1
+    return Grade(passed == len(cases) > 0, passed, len(cases), False, "\n".join(notes))
 
 
 def task_tests(task: Task) -> Tests:

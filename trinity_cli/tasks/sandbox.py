@@ -1,8 +1,8 @@
 """Running code that a language model wrote, contained.
 
-Every candidate runs in its own process group, with a scrubbed environment, stdin closed,
-stdout and stderr going to files capped by the file-size limit, CPU-time / address-space /
-file-size / open-file limits, a wall-clock timeout that kills the whole group, and a fresh
+Every candidate runs in its own process group, with a scrubbed environment, stdin closed (or
+reading only the input it is given: a stdin/stdout problem's sample), stdout and stderr going
+to files capped by the file-size limit, CPU-time / address-space / file-size / open-file limits, a wall-clock timeout that kills the whole group, and a fresh
 temporary directory removed afterwards. On Linux it starts with no capabilities (the bounding
 set empty too, wherever trinity may empty it) and no_new_privs, and trinity marks itself
 non-dumpable, so that no child can read its
@@ -52,6 +52,7 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 INIT = Path(__file__).with_name("sandbox_init.py")
 INIT_IN_JAIL = "/.trinity/sandbox_init.py"
 ROOT_SETUP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN")  # dropped before exec
+STDIN_FILE = "stdin.txt"  # the input given on stdin: sandbox_init.py opens it as fd 0, then deletes it
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,11 @@ class Isolation:
         return asdict(self)
 
 
-def run_python(program: str, limits: Limits = Limits(), files: dict[str, str] | None = None) -> ExecResult:
-    """Run `program` (beside `files`, name → text, in its work dir) with the strongest
-    isolation this machine offers."""
-    return run_in_mode(program, isolation().mode, limits, files)
+def run_python(program: str, limits: Limits = Limits(), files: dict[str, str] | None = None,
+               stdin: str | None = None) -> ExecResult:
+    """Run `program` (beside `files`, name → text, in its work dir; `stdin` its input, else
+    none) with the strongest isolation this machine offers."""
+    return run_in_mode(program, isolation().mode, limits, files, stdin)
 
 
 def _wait(child: subprocess.Popen, timeout: float) -> int:
@@ -113,8 +115,11 @@ def _wait(child: subprocess.Popen, timeout: float) -> int:
     return child.wait()
 
 
-def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None) -> ExecResult:
+def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None,
+                stdin: str | None = None) -> ExecResult:
     """Run `program` in one named mode (the probe and the tests call this directly)."""
+    if stdin is not None:
+        files = {**(files or {}), STDIN_FILE: stdin}
     _hide_own_environ()
     is_root = os.geteuid() == 0
     scratch = Path(tempfile.mkdtemp(prefix="trinity-sandbox-"))  # host side: output files
@@ -129,6 +134,7 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
         "hide": [*HIDDEN_DIRS, os.path.expanduser("~")],
         "work": "/tmp/work" if work is None else str(work),
         "drop_uid": is_root and mode != "rlimits",
+        "stdin": None if stdin is None else STDIN_FILE,
         "nest_user": mode == "namespaces" and not is_root,
         "limits": {**asdict(limits), "processes": limits.processes if counts_processes(mode) else 0},
     }
@@ -301,7 +307,7 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
     """What `mode` isolates, and what not, for the user trinity runs as. The hostile programs
     of tests/test_sandbox.py and tests/test_sandbox_nonroot.py check these lines."""
     linux = sys.platform.startswith("linux")
-    isolated = ["scrubbed environment, stdin closed", "own process group, killed on timeout",
+    isolated = ["scrubbed environment, stdin closed (or only the sample input)", "own process group, killed on timeout",
                 "limits: CPU time, address space, file size (caps output), open files"]
     if linux:
         isolated.append("trinity is non-dumpable: no candidate can read its /proc/<pid>/environ "

@@ -2,7 +2,8 @@
 candidate's interpreter.
 
 Run by `sandbox.py` as `python -I sandbox_init.py CONFIG_JSON`, standard library only, with
-the files to run on stdin as JSON ({name: text}; `candidate.py` is the program). Modes:
+the files to run on stdin as JSON ({name: text}; `candidate.py` is the program; the file the
+config names `stdin`, if any, becomes the program's stdin and leaves the work dir). Modes:
 
 - "bwrap": bubblewrap has built the jail (a fresh root with read-only system directories,
   a private /tmp); this writes the work dir in it and drops privileges.
@@ -190,12 +191,20 @@ def write_files(work, files):
             handle.write(text)
 
 
+def open_stdin(work, name):
+    """The program's stdin: /dev/null, or the given input file (unlinked, so that the work dir
+    holds only the program: the input reaches it on stdin alone)."""
+    path = os.devnull if name is None else os.path.join(work, name)
+    fd = os.open(path, os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    if name is not None:
+        os.unlink(path)
+
+
 def main():
     cfg = json.loads(sys.argv[1])
     files = json.loads(sys.stdin.buffer.read())
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
     python, work = cfg["python"], cfg["work"]
     if cfg["mode"] == "namespaces":
         python, work = build_jail(cfg), "/tmp/work"
@@ -203,6 +212,7 @@ def main():
     if jailed:
         os.mkdir(work, 0o700)
     write_files(work, files)
+    open_stdin(work, cfg["stdin"])
     if jailed:
         stay_as_pid_1()
     drop_privileges(cfg, work)

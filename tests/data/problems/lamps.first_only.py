@@ -1,0 +1,4 @@
+import sys
+
+n, m, *presses = map(int, sys.stdin.read().split())
+print(len(set(presses)))

@@ -1,0 +1,2 @@
+h, w, length = map(int, input().split())
+print(h * -(-w // length))

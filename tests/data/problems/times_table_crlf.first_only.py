@@ -1,0 +1,3 @@
+n, k = map(int, input().split())
+for i in range(1, 3):
+    print(f"{n} x {i} = {n * i}")

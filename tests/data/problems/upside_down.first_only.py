@@ -1,0 +1,3 @@
+h, w = map(int, input().split())
+for _ in range(h):
+    print(input())
