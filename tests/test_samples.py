@@ -216,7 +216,7 @@ def test_solve_checks_a_program_against_json_cases_end_to_end(server, workdir):
     server.responses += [openai_stream(s) for s in ["plan", fenced(program("tiles", "right")), ACCEPT]]
     result = solve("tiles.md", "--tests", "cases.json")
     assert result.returncode == 0, result.stderr
-    assert "checked by cases.json (2 tests)" in result.stderr and "tests passed" in result.stderr
+    assert "checked by cases.json (2 tests)" in result.stderr and "cases.json passed" in result.stderr
     assert "print(h * -(-w // length))" in result.stdout
 
     server.responses += [openai_stream(s) for s in ["plan", fenced(program("tiles", "right")), ACCEPT]]
