@@ -150,7 +150,7 @@ def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
 
 def test_budget_stops_between_generations_without_a_partial_tell(sim):
     agents, _ = agents_for(sim)
-    exploring = replace(SMALL, sigma0=2.0)  # candidates far from the start: many turns not made before
+    exploring = replace(SMALL, sigma0=5.0)  # candidates far from the start: many turns not made before
     unlimited = train(sim["few"], agents, sim["coordinator"], sim["grader"], exploring, sim["root"] / "free.ckpt")
     searched = unlimited.spent_usd - unlimited.start.spent_usd
     assert searched > 0.05  # the search's own new turns: ten times any one call's worst case and more
