@@ -106,3 +106,20 @@ def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
     seen, finished = first_seen(chunks, words[0].encode()), first_seen(chunks, b"tok ")
     assert seen is not None and finished is not None and seen <= finished  # drawn in flight, before its line
 
+
+
+def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
+    from test_cli import SIM_POOL
+
+    from trinity_cli.tasks.taskset import load_humaneval
+
+    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
+        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
+         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in load_humaneval()[:3]))
+    args = ["eval", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none", "--split", "all",
+            "--max-turns", "1", "--baselines", "single", "--no-log", "--json"]
+    chunks, stdout, code = on_a_terminal(args, workdir, {})
+    assert code == 0 and json.loads(stdout)["tasks"] == 3
+    assert first_seen(chunks, b"eval: single:sim-") is not None  # the status line names the rows as they finish
+    piped = trinity(*args, cwd=workdir)
+    assert piped.returncode == 0 and "eval: " not in piped.stderr  # a pipe gets no status line

@@ -141,10 +141,12 @@ def eval_command(
                      warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged, \
             runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers, coordinators=coordinators,
                        caches=caches) as runner:
-        report = evaluate(chosen, agents, heads, caches.grader,
-                          max_turns=max_turns, samples=sample, seed=seed, workers=workers,
-                          budget=budget, runner=runner, baselines=kinds,
-                          fixed_on=FixedOn(fixed_tasks, cost_weight) if fixed_tasks else None)
+        with stderr.status(f"eval: {names[0]} on {len(chosen)} tasks…") as status:  # a terminal only
+            report = evaluate(chosen, agents, heads, caches.grader,
+                              max_turns=max_turns, samples=sample, seed=seed, workers=workers,
+                              budget=budget, runner=runner, baselines=kinds,
+                              fixed_on=FixedOn(fixed_tasks, cost_weight) if fixed_tasks else None,
+                              on_row=lambda row: status.update(f"eval: {row.policy} {row.pass_at_1:.3f}; the next row…"))
         rows = report.pop("_rows")
         report["split"] = split
         report["limit"] = limit
