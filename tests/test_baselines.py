@@ -119,6 +119,9 @@ def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limi
     assert turns["cascade"] == 1  # 2 turns hold one answer: a Verifier after it could change nothing
     # the first 4 training tasks, in the file's order: cheap is wrong on every other one
     assert {r["policy"]: r["pass_at_1"] for r in report["rows"]}["single:cheap"] == 0.5
+    unnamed = json.loads(trinity("eval", *FLAGS, "--split", "train", "--limit", "2", "--baselines", "none", "--json",
+                                 cwd=recorded).stdout)  # no --weights: the head solve would use, here none fits
+    assert [r["policy"] for r in unnamed["rows"]] == ["fallback"] and unnamed["tasks"] == 2
     line = next(x for x in result.stderr.splitlines() if "than the best single" in x or "no error" in x)
     assert "fallback" in line and ("more errors" in line or "fewer errors" in line or "as many" in line
                                    or "makes no error" in line)

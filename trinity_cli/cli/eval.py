@@ -42,7 +42,7 @@ Example: trinity eval --pool ldb-humaneval --tasks humaneval --weights ldb-human
 
 
 def eval_command(
-    weights: Annotated[str, typer.Option("--weights", help="The head to evaluate (path or name), a comma list, or a directory of heads.")],
+    weights: Annotated[str | None, typer.Option("--weights", help="The head to evaluate (path or name), a comma list, or a directory of heads. Default: the head solve would route the pool with (`trinity pool` names it).")] = None,
     tasks: TasksOption = "humaneval",
     split: Annotated[str, typer.Option("--split", help="train, test or all.")] = "test",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks of the split, in the task file's order (best-fixed is still chosen on the whole train split).")] = None,
@@ -241,17 +241,20 @@ def error_line(head: Any, single: Any, reduction: float | None) -> str:
     return f"{head.policy}: {way} than the best single ({single.policy}): {rates}"
 
 
-def head_names(weights: str) -> list[str]:
-    """--weights: one head, a comma list, or every head in a directory (by name)."""
+def head_names(weights: str | None) -> list[str | None]:
+    """--weights: one head, a comma list, or every head in a directory (by name); None: the one
+    solve would choose."""
     from trinity_cli.errors import UsageError
 
+    if weights is None:
+        return [None]
     directory = Path(weights).expanduser()
     if directory.is_dir():
-        names = [str(p) for p in sorted(directory.glob("*.npz"))]
-        if not names:
+        heads: list[str | None] = [str(p) for p in sorted(directory.glob("*.npz"))]
+        if not heads:
             raise UsageError(f"--weights {weights}: the directory holds no heads (*.npz)")
-        return names
-    names = [name.strip() for name in weights.split(",")]
+        return heads
+    names: list[str | None] = [name.strip() for name in weights.split(",")]
     if not all(names):
         raise UsageError(f"--weights {weights!r}: an empty name in the list")
     return names
