@@ -21,8 +21,9 @@ Verifier only (the records hold no plans).
   gets a line that raises at import. A task without tests (`has_tests` false) cannot verify a
   mutant: its first mutant is returned unchecked; such tasks are scored by their recorded
   pass rate, not by grading this answer.
-- Verifier: runs the task's visible tests (`Task.visible_tests`, else the doctest examples
-  of its prompt) on the latest program in the sandbox and answers ACCEPT or REJECT with a
+- Verifier: runs the task's visible tests (`Task.visible_tests`, a competitive-programming
+  task's public cases, else the doctest examples or stdin/stdout samples of its prompt) on
+  the latest program in the sandbox and answers ACCEPT or REJECT with a
   one-line reason; with neither, it accepts any program that parses, saying it checked
   nothing. The verdict is a function of the task and the program alone, so with a response
   store it is kept there under a key of exactly those (and the grader's version), never stale.
@@ -48,6 +49,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from trinity_cli.config import AgentSpec
@@ -58,7 +60,15 @@ from trinity_cli.errors import ConfigError
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.record_file import load_record
 from trinity_cli.providers.sim import mutants
-from trinity_cli.tasks.grading import GRADER_VERSION, Tests, grade, task_tests
+from trinity_cli.tasks.grading import (
+    GRADER_VERSION,
+    Tests,
+    case_tests,
+    grade,
+    task_prelude,
+    task_tests,
+    tests_key,
+)
 from trinity_cli.tasks.sandbox import Limits
 from trinity_cli.tasks.taskset import Task
 
@@ -188,7 +198,9 @@ class ReplayProvider:
 
 def verdict_key(task: Task, candidate: str) -> str:
     """What a visible-test verdict depends on: the grader, the task's visible tests and prompt, the program."""
-    parts = ["replay-verdict", GRADER_VERSION, task.task_id, task.prompt, list(task.visible_tests), candidate]
+    parts: list[object] = ["replay-verdict", GRADER_VERSION, task.task_id, task.prompt, list(task.visible_tests), candidate]
+    if task.cases is not None:  # its visible tests are its public cases
+        parts.append(asdict(case_tests(task, task.cases.public)))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -206,7 +218,10 @@ def visible_test_verdict(task: Task, candidate: str) -> str:
     error = syntax_error(candidate)
     if error is not None:
         return f"The program does not parse ({error}).\n<verdict>REJECT</verdict>"
-    if task.visible_tests:
+    if task.cases is not None and task.cases.public:
+        tests, count = case_tests(task, task.cases.public), len(task.cases.public)
+        what = f"{count} public test"
+    elif task.visible_tests:
         tests, what = Tests("file", source="\n".join(task.visible_tests) + "\n"), f"{len(task.visible_tests)} visible test"
         count = len(task.visible_tests)
     else:
@@ -215,7 +230,7 @@ def visible_test_verdict(task: Task, candidate: str) -> str:
             return "No visible tests or examples to run; the program parses, accepted unchecked.\n<verdict>ACCEPT</verdict>"
         tests, what, count = suite.tests, f"{suite.count} example", suite.count
     what += "s" * (count != 1)
-    result = grade(candidate, tests, task.prompt)
+    result = grade(candidate, tests, task_prelude(task))
     if result.passed:
         return f"The program passes the task's {what}.\n<verdict>ACCEPT</verdict>"
     lines = [line.strip() for line in result.output.splitlines() if line.strip()]
@@ -227,7 +242,7 @@ def failing_variant(task: Task, program: str | None) -> str:
     """A program that fails the task: the first mutant of `program` the grader saw fail."""
     if program is None:
         return f"{task.prompt.rstrip()}\n    raise NotImplementedError('no recorded program')\n"
-    key = (task.task_id, task.test, program)
+    key = (task.task_id, tests_key(task), program)
     with _FAILING_LOCK:
         known = _FAILING.get(key)
     if known is not None:
@@ -237,7 +252,7 @@ def failing_variant(task: Task, program: str | None) -> str:
         if not task.has_tests:
             found = mutant  # unverifiable: scored by the recorded pass rate instead
             break
-        result = grade(mutant, task_tests(task), task.prompt, Limits(wall_s=MUTANT_CHECK_S))
+        result = grade(mutant, task_tests(task), task_prelude(task), Limits(wall_s=MUTANT_CHECK_S))
         if not result.passed and not result.timed_out:
             found = mutant
             break

