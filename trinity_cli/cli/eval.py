@@ -13,7 +13,8 @@ from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_fl
 from trinity_cli.cli.console import stderr
 from trinity_cli.cli.options import PoolOption, TasksOption
 
-HELP = """Compare a head with the baselines on a split of a task set: pass@1 with a 95% interval,
+HELP = """Compare a head (by default the one solve would use) with the baselines on a split of a
+task set: pass@1 with a 95% interval,
 $ per task and mean turns. Warns when the tasks overlap the head's training split. --json prints
 the same data as one object.
 
