@@ -14,9 +14,8 @@ from trinity_cli.cli.console import stderr
 from trinity_cli.cli.options import PoolOption, TasksOption
 
 HELP = """Compare a head (by default the one solve would use) with the baselines on a split of a
-task set: pass@1 with a 95% interval,
-$ per task and mean turns. Warns when the tasks overlap the head's training split. --json prints
-the same data as one object.
+task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the tasks overlap
+the head's training split. --json prints the same data as one object.
 
 Baselines (--baselines: a comma list of these, or none): random, pipeline (pipeline:<agent>),
 single (single:<agent>), loop (loop:<agent>: that agent answers, the cheapest Verifier checks,
