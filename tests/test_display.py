@@ -84,6 +84,33 @@ def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(work
     assert KEY.encode() not in terminal and b"***" in terminal
 
 
+def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_cursor_back(workdir, streaming_server):
+    plan = openai_stream("First a plan.", pieces=1)
+    streaming_server.responses[:] = [plan, openai_stream(REPLY, pieces=PIECES, gap_s=GAP_S)]
+    (workdir / "pool.toml").write_text((workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', ""))
+    master, slave = os.openpty()
+    proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+                             "--json"], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, cwd=workdir,
+                            env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY})
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 120
+    while b"read the problem closely" not in ANSI.sub(b"", seen) and time.monotonic() < deadline:
+        seen += os.read(master, 4096)  # the second turn is streaming
+    proc.send_signal(2)  # SIGINT, as Ctrl-C sends
+    stdout, _ = proc.communicate(timeout=60)
+    try:
+        while data := os.read(master, 4096):
+            seen += data
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 130
+    report = json.loads(stdout)
+    assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == ["First a plan."]
+    assert seen.rfind(b"\x1b[?25h") > seen.rfind(b"\x1b[?25l")  # the live display showed the cursor again
+
+
 def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, streaming_server):
     result = subprocess.run([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1",
                              "--no-log", "-v", "--json"], check=False, capture_output=True, text=True, cwd=workdir, timeout=300,
