@@ -13,13 +13,14 @@ import numpy as np
 from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.head import Choice
 from trinity_cli.core.provider import Reply, Request
+from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.core.transcript import Transcript
 
 
 @dataclass
 class ScriptedProvider:
-    replies: list[object]  # str replies, or exceptions to raise
+    replies: list[object]  # str replies, Reply objects as they are, or exceptions to raise
     price_per_call: float = 0.0
     requests: list[Request] = field(default_factory=list)
 
@@ -28,6 +29,8 @@ class ScriptedProvider:
         item = self.replies.pop(0)
         if isinstance(item, BaseException):
             raise item
+        if isinstance(item, Reply):
+            return item
         if on_text:
             on_text(str(item))
         return Reply(str(item), 10, 5, self.price_per_call, 0.01)
@@ -39,10 +42,11 @@ class CountingCoordinator:
 
     hidden_size: int = 4
     seen: list[Transcript] = field(default_factory=list)
+    cut: Truncation | None = None  # what it reports cutting of every transcript
 
     def encode(self, transcript: Transcript) -> Encoding:
         self.seen.append(transcript)
-        return Encoding(np.ones(self.hidden_size, dtype=np.float32), 0.001, 3)
+        return Encoding(np.ones(self.hidden_size, dtype=np.float32), 0.001, 3, self.cut)
 
 
 @dataclass(frozen=True)

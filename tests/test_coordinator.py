@@ -77,6 +77,17 @@ def test_overflow_keeps_the_problem_and_the_newest_turns(gguf_path):
     assert ids[-len(newest):] == newest
     encoding = small.encode(transcript)  # no crash, a real vector
     assert np.isfinite(encoding.hidden).all()
+    total = sum(len(small.tokenize(s, bos=i == 0)) for i, s in enumerate(transcript.coordinator_segments()))
+    cut = encoding.input_truncated  # what was cut comes back with the state
+    assert cut is not None and (cut.kept_tokens, cut.dropped_tokens) == (len(ids), total - len(ids))
+    assert cut.note.startswith(f"the transcript is {total:,} tokens; the coordinator reads {len(ids):,}")
+    huge = Transcript(Problem("Count the sheep. " * 400))
+    problem_cut = small.fit(huge)[1]
+    assert problem_cut is not None and problem_cut.kept_tokens == 256  # half the context
+    assert problem_cut.note.startswith(f"the problem is {256 + problem_cut.dropped_tokens:,} tokens; the coordinator "
+                                       "reads its first 256")
+    short = Transcript(Problem("Add two numbers."))
+    assert small.fit(short)[1] is None and small.encode(short).input_truncated is None
     small.close()
 
 

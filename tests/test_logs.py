@@ -228,11 +228,15 @@ def test_an_older_log_migrates_and_keeps_its_rows(home):
     db.execute("INSERT INTO runs (time, command, problem, problem_sha256, pool, head, settings) "
                "VALUES ('2025-01-01T00:00:00+00:00', 'solve', 'p', 'x', '{}', 'h', '{}')")
     db.execute("INSERT INTO checks VALUES (1, 2, 0, 'add(2, 3) failed')")
+    db.execute("INSERT INTO turns VALUES (1, 1, '2025-01-01T00:00:01+00:00', 0, 'a', 'worker', 'head', '[1.0]', "
+               "'[0, 1, 0]', 0.1, 9, 'text', 'code', NULL, 10, 5, 0.0, 0, 0.2)")
     db.close()
     log = RunLog.open(path)
-    assert log.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS) == 2
+    assert log.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS) == 3
     assert log.get_run(1).checks == [{"run_id": 1, "turn": 2, "passed": 0, "summary": "add(2, 3) failed",
                                       "source": "tests"}]
+    [turn] = log.get_run(1).turns  # version 3: nothing was known to be cut
+    assert (turn["truncated"], turn["input_truncated"], turn["answer"]) == (0, None, "code")
     run_id = log.start_run("solve", "p", pool(), "head")
     log.close()
     # the mechanism: a next version that adds a column finds this log and moves it forward

@@ -47,25 +47,42 @@ def test_plain_reply_with_usage_and_cost(server):
     assert sent["json"]["max_tokens"] == 64
 
 
-def test_streamed_reply_arrives_in_pieces_with_usage(server):
+def streamed(texts: list[str], stop_reason: str = "end_turn") -> Scripted:
+    """A Messages stream of `texts` as text deltas, ending for `stop_reason`, 80 tokens in, 12 out."""
     start = message("", 80, 1)
     start["content"] = []
+    deltas = [("content_block_delta",
+               {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}) for t in texts]
     events = [
         ("message_start", {"type": "message_start", "message": start}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ", world"}}),
+        *deltas,
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 12}}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                           "usage": {"output_tokens": 12}}),
         ("message_stop", {"type": "message_stop"}),
     ]
-    server.responses.append(Scripted(200, sse(events), "text/event-stream"))
+    return Scripted(200, sse(events), "text/event-stream")
+
+
+def test_streamed_reply_arrives_in_pieces_with_usage(server):
+    server.responses.append(streamed(["Hello", ", world"]))
     pieces = []
     reply = AnthropicProvider(spec(server.url)).complete(REQUEST, on_text=pieces.append)
     assert pieces == ["Hello", ", world"]
     assert reply.text == "Hello, world"
     assert (reply.tokens_in, reply.tokens_out) == (80, 12)
     assert server.requests[0]["json"]["stream"] is True
+
+
+@pytest.mark.parametrize("stop_reason,truncated", [("max_tokens", True), ("end_turn", False), ("stop_sequence", False)])
+def test_a_reply_that_stopped_for_max_tokens_is_truncated(server, stop_reason, truncated):
+    server.responses.append(streamed(["def add(a, b):", "\n    return"], stop_reason))
+    assert AnthropicProvider(spec(server.url)).complete(REQUEST, on_text=lambda text: None).truncated is truncated
+    plain = message("def add", 10, 64)
+    plain["stop_reason"] = stop_reason
+    server.responses.append(Scripted(200, json.dumps(plain).encode()))
+    assert AnthropicProvider(spec(server.url)).complete(REQUEST).truncated is truncated
 
 
 @pytest.mark.parametrize("status,kind", [(400, "bad_request"), (401, "auth"), (429, "rate_limit"), (529, "server")])

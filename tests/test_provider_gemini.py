@@ -32,12 +32,13 @@ def lower(headers: dict) -> dict:
     return {k.lower(): v for k, v in headers.items()}
 
 
-def chunk(text: str, usage: dict | None = None) -> dict:
+def chunk(text: str, usage: dict | None = None, finish: str = "STOP") -> dict:
+    """A response chunk; the one with usage is the stream's last, with the candidate's `finish` reason."""
     out = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
            "modelVersion": "gemini-test"}
     if usage:
         out["usageMetadata"] = usage
-        out["candidates"][0]["finishReason"] = "STOP"
+        out["candidates"][0]["finishReason"] = finish
     return out
 
 
@@ -64,6 +65,17 @@ def test_streamed_reply_arrives_in_pieces_with_usage(server):
     assert reply.text == "Use slicing."
     assert (reply.tokens_in, reply.tokens_out) == (33, 7)
     assert ":streamGenerateContent" in server.requests[0]["path"]
+
+
+@pytest.mark.parametrize("finish,truncated", [("MAX_TOKENS", True), ("STOP", False)])
+def test_a_reply_that_finished_for_max_tokens_is_truncated(server, finish, truncated):
+    usage = {"promptTokenCount": 33, "candidatesTokenCount": 50, "totalTokenCount": 83}
+    server.responses.append(Scripted(200, sse([(None, chunk("Use ")), (None, chunk("slic", usage, finish))]),
+                                     "text/event-stream"))
+    reply = GeminiProvider(spec(server.url)).complete(REQUEST, on_text=lambda text: None)
+    assert reply.text == "Use slic" and reply.truncated is truncated
+    server.responses.append(Scripted(200, json.dumps(chunk("Use slic", usage, finish)).encode()))
+    assert GeminiProvider(spec(server.url)).complete(REQUEST).truncated is truncated
 
 
 def test_missing_usage_is_estimated_and_flagged(server):

@@ -16,7 +16,7 @@ from trinity_cli.core.roles import (
     extract_code,
     parse_verdict,
 )
-from trinity_cli.errors import ConfigError
+from trinity_cli.errors import ConfigError, UsageError
 from trinity_cli.llamacpp import load_model
 from trinity_cli.providers.local_gguf import LocalProvider, _StopAt
 
@@ -24,8 +24,8 @@ SIGNATURE = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."
 
 
 def provider(**kw) -> LocalProvider:
-    return LocalProvider(AgentSpec(name="g", provider="local", model="embedded", mode="completion",
-                                   max_tokens=32, temperature=0.0, n_ctx=2048, **kw))
+    return LocalProvider(AgentSpec(**{"name": "g", "provider": "local", "model": "embedded", "mode": "completion",
+                                      "max_tokens": 32, "temperature": 0.0, "n_ctx": 2048, **kw}))
 
 
 def request(role: Role, user: str) -> Request:
@@ -101,3 +101,33 @@ def test_streamed_pieces_never_show_a_stop_string_and_the_text_ends_before_it():
     for piece in ["x = 1`", "`", " # two ticks"]:
         unstopped.add(piece)
     assert unstopped.finish() == "x = 1`` # two ticks" == "".join(pieces)
+
+
+def test_a_reply_cut_at_max_tokens_is_truncated_and_one_that_ended_is_not():
+    cut = provider(max_tokens=4).complete(request(Role.THINKER, "## Task\n\nSort a list of numbers."))
+    assert cut.truncated and cut.tokens_out == 4
+    whole = provider(max_tokens=64).complete(request(Role.WORKER, "## Task\n\n" + SIGNATURE))
+    assert not whole.truncated and whole.tokens_out < 64  # the body ended before the limit
+    assert provider(max_tokens=64).complete(request(Role.VERIFIER, "## Task\n\nx")).truncated is False
+
+
+def test_a_prompt_longer_than_the_context_keeps_its_end_and_says_what_it_cut():
+    small = LocalProvider(AgentSpec(name="small", provider="local", model="embedded", mode="completion",
+                                    max_tokens=8, temperature=0.0, n_ctx=512))
+    long_task = "## Task\n\n" + "Numbers are sorted in ascending order here. " * 300 + SIGNATURE
+    total = len(small._runtime.model.tokenize(request(Role.WORKER, long_task).completion_prompt(), bos=True))
+    reply = small.complete(request(Role.WORKER, long_task))
+    cut = reply.input_truncated
+    assert cut is not None and reply.tokens_in == cut.kept_tokens == 512 - 8
+    assert cut.dropped_tokens == total - 504 > 1500 and cut.reader == "small"
+    assert "the prompt is" in cut.note and f"({total - 504:,} dropped)" in cut.note
+    assert extract_code(reply.text).startswith(SIGNATURE)  # the signature at the end was kept
+    assert provider().complete(request(Role.WORKER, "## Task\n\n" + SIGNATURE)).input_truncated is None
+
+
+def test_a_context_that_cannot_hold_the_prompts_end_is_a_usage_error():
+    tight = LocalProvider(AgentSpec(name="tight", provider="local", model="embedded", mode="completion",
+                                    max_tokens=500, n_ctx=512))
+    with pytest.raises(UsageError, match=r"agent 'tight' cannot read this problem: its worker prompt is [\d,]+ tokens"
+                                         r", and n_ctx 512 less 500 for the reply leaves 12"):
+        tight.complete(request(Role.WORKER, "## Task\n\n" + "Sort it. " * 200 + SIGNATURE))

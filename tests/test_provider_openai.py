@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import free_port
 from test_cli import trinity
-from wire.server import WireServer, openai_reasoning_check, openai_stream
+from wire.server import Scripted, WireServer, openai_reasoning_check, openai_stream
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request
@@ -182,3 +182,22 @@ def test_a_bad_token_param_is_exit_3_naming_file_and_agent(workdir):
     assert result.returncode == 3
     assert result.stderr.strip().splitlines() == [
         "error: pool.toml: agents[o3].token_param is 'max_output_tokens'; use \"max_completion_tokens\" or \"max_tokens\""]
+
+
+# -- a reply cut at max_tokens -----------------------------------------------------------------
+
+@pytest.mark.parametrize("finish,truncated", [("length", True), ("stop", False)])
+def test_a_reply_that_finished_for_length_is_truncated(finish, truncated):
+    server = WireServer()
+    try:
+        server.responses.append(openai_stream("def add(a, b):\n    return", finish=finish))
+        streamed = OpenAIProvider(spec(f"{server.url}/v1")).complete(REQUEST, on_text=lambda text: None)
+        body = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "2"}, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21}}
+        server.responses.append(Scripted(200, json.dumps(body).encode()))
+        plain = OpenAIProvider(spec(f"{server.url}/v1")).complete(REQUEST)
+    finally:
+        server.close()
+    assert streamed.text == "def add(a, b):\n    return"
+    assert (streamed.truncated, plain.truncated) == (truncated, truncated)

@@ -51,7 +51,7 @@ class AgentSpec:
     token_param: str | None = None  # openai: one of TOKEN_PARAMS; None: by endpoint (default_token_param)
     stop: tuple[str, ...] = ()
     roles: tuple[str, ...] = ROLES  # the roles the coordinator may give this agent
-    n_ctx: int = 4096
+    n_ctx: int | None = None  # the context in tokens: local default 4096; remote, when given, prompts are fitted to it
     timeout_s: float = 120.0  # per attempt
     retries: int = 3  # extra attempts after a rate-limit, server or network error
     deadline_s: float = 300.0  # all attempts of one call together

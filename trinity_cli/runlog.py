@@ -90,6 +90,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # 2: which check it was ("syntax": the answer did not parse), so a replay draws it as shown
     ("ALTER TABLE checks ADD COLUMN source TEXT NOT NULL DEFAULT 'tests'",),
+    # 3: what was cut: the reply at max_tokens, and the turn's largest input cut (JSON {kept_tokens, dropped_tokens})
+    ("ALTER TABLE turns ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
+     "ALTER TABLE turns ADD COLUMN input_truncated TEXT"),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -218,12 +221,13 @@ class RunLog:
 
     def add_turn(self, run_id: int, record: TurnRecord) -> None:
         d = record.decision
+        cut = None if record.input_truncated is None else _json(record.input_truncated.as_json())
         self.db.execute(
-            "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, d.turn, now(), d.agent_index, d.agent, d.role.value, d.role_source, json.dumps(d.agent_probs),
              json.dumps(d.role_probs), d.coordinator_seconds, d.coordinator_tokens, redact(record.text),
              _text(record.answer), record.verdict, record.tokens_in, record.tokens_out, record.usd,
-             int(record.usd_estimated), record.seconds),
+             int(record.usd_estimated), record.seconds, int(record.truncated), cut),
         )
 
     def add_check(self, run_id: int, turn: int, passed: bool, summary: str, source: str = "tests") -> None:

@@ -104,13 +104,15 @@ def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
 
 
 def openai_stream(text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float = 0.0,
-                  reasoning_tokens: int | None = None) -> Scripted:
-    """An OpenAI chat-completions stream of `text` in `pieces` chunks, with a usage chunk; as
-    OpenAI does, `reasoning_tokens` count inside completion_tokens too."""
+                  reasoning_tokens: int | None = None, finish: str = "stop") -> Scripted:
+    """An OpenAI chat-completions stream of `text` in `pieces` chunks, the last with the choice's
+    `finish` reason ("length": cut at max_tokens), then a usage chunk; as OpenAI does,
+    `reasoning_tokens` count inside completion_tokens too."""
     cuts = [len(text) * i // pieces for i in range(pieces + 1)]
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     events = [
-        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text[a:b]}, "finish_reason": None}]})
+        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text[a:b]},
+                                     "finish_reason": finish if b == len(text) else None}]})
         for a, b in itertools.pairwise(cuts)
     ]
     tokens_out = max(1, len(text) // 4) + (reasoning_tokens or 0)

@@ -27,7 +27,7 @@ from trinity_cli.core.events import (
     TurnFinished,
     TurnStarted,
 )
-from trinity_cli.core.records import Decision, EpisodeResult, TurnRecord
+from trinity_cli.core.records import Decision, EpisodeResult, Truncation, TurnRecord
 from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.errors import redact
 
@@ -64,8 +64,14 @@ def turn_json(record: TurnRecord, agent_names: Sequence[str]) -> dict[str, Any]:
         "usd": record.usd,
         "usd_estimated": record.usd_estimated,
         "seconds": round(record.seconds, 3),
+        "truncated": record.truncated,
+        "input_truncated": _cut_json(record.input_truncated),
         "text": record.text,
     }
+
+
+def _cut_json(cut: Truncation | None) -> dict[str, int] | None:
+    return None if cut is None else cut.as_json()
 
 
 def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any = None,
@@ -73,7 +79,8 @@ def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any =
     """`verdict` is the episode's; `verifier_verdict` the last Verifier's own; `tests` the final
     answer's execution check (null without one; `passed` null when the answer was never run;
     source "syntax" when the answer does not parse, tests or not);
-    `budget` the run's accounting, failed attempts that may have been billed included."""
+    `budget` the run's accounting, failed attempts that may have been billed included;
+    `input_truncated` the largest cut any reader made of its input (null: nothing was cut)."""
     check, tests = result.check, None
     if check is not None and check.source == "syntax":  # the answer did not parse: no test ran
         tests = {"source": "syntax", "count": 1, "passed": False, "summary": check.summary}
@@ -88,6 +95,7 @@ def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any =
         "answer": result.answer,
         "usd": result.usd,
         "error": result.error,
+        "input_truncated": _cut_json(result.input_truncated),
         "turns": [turn_json(r, agent_names) for r in result.turns],
         **({} if budget is None else {"budget": budget.as_json()}),
     }
@@ -118,6 +126,21 @@ class JsonlWriter:
     def _write(self, obj: dict[str, Any]) -> None:
         self.stream.write(json.dumps(obj) + "\n")
         self.stream.flush()
+
+
+class CutWarnings:
+    """One warning per reader (the coordinator, each agent) the first time it cuts its input."""
+
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        self.warn = warn
+        self.warned: set[str] = set()
+
+    def __call__(self, event: Event) -> None:
+        cut = event.decision.input_truncated if isinstance(event, TurnStarted) else \
+            event.record.prompt_truncated if isinstance(event, TurnFinished) else None
+        if cut is not None and cut.reader not in self.warned:
+            self.warned.add(cut.reader)
+            self.warn(cut.note)
 
 
 ROLE_STYLES = {"thinker": "magenta", "worker": "cyan", "verifier": "yellow"}
@@ -215,4 +238,6 @@ class TurnDisplay:
         if record.verdict is not None:
             line.append("  verdict: ")
             line.append(record.verdict, style=VERDICT_STYLES[record.verdict])
+        if record.truncated:
+            line.append("  cut at max_tokens", style="yellow")
         return line

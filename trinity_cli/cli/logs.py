@@ -220,7 +220,13 @@ def replay(stored: StoredRun) -> tuple[list[Event], EpisodeResult]:
     """The events the run's display saw, rebuilt from its stored turns and checks, and the
     result (for a run that never finished: its turns so far, verdict interrupted)."""
     from trinity_cli.core.events import CheckFinished, EpisodeFinished, TurnFinished, TurnStarted
-    from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, TurnRecord
+    from trinity_cli.core.records import (
+        CheckOutcome,
+        Decision,
+        EpisodeResult,
+        Truncation,
+        TurnRecord,
+    )
     from trinity_cli.core.roles import Role
 
     events: list[Event] = []
@@ -230,8 +236,9 @@ def replay(stored: StoredRun) -> tuple[list[Event], EpisodeResult]:
         decision = Decision(t["turn"], t["agent_index"], t["agent"], Role(t["role"]), t["role_source"],
                             tuple(t["agent_probs"]), tuple(t["role_probs"]), t["coordinator_seconds"],
                             t["coordinator_tokens"])
+        cut = None if t["input_truncated"] is None else Truncation(**json.loads(t["input_truncated"]))
         record = TurnRecord(decision, t["text"], t["answer"], t["verdict"], t["tokens_in"], t["tokens_out"],
-                            t["usd"], bool(t["usd_estimated"]), t["seconds"])
+                            t["usd"], bool(t["usd_estimated"]), t["seconds"], bool(t["truncated"]), cut)
         records.append(record)
         events += [TurnStarted(decision), TurnFinished(record)]
         for c in stored.checks:

@@ -65,7 +65,7 @@ def solve(
     no_tests: Annotated[bool, typer.Option("--no-tests", help="No execution check, not even the problem's examples.")] = False,
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not write this run to the run log.")] = False,
 ) -> int:
-    from trinity_cli.cli.display import JsonlWriter, TurnDisplay, episode_json, fan_out
+    from trinity_cli.cli.display import CutWarnings, JsonlWriter, TurnDisplay, episode_json, fan_out
     from trinity_cli.core.budget import Budget
     from trinity_cli.core.episode import DEFAULT_MAX_TURNS, run_episode
     from trinity_cli.core.transcript import Problem
@@ -98,7 +98,7 @@ def solve(
     agents = build_agents(pool_cfg.agents, coordinator_model=pool_cfg.coordinator.model, problem=text)
     coordinator = build_coordinator(pool_cfg, transcript_format=choice.transcript_format) if choice.policy.needs_hidden else None
     warn_if_other_numerics(choice, coordinator, warn)
-    sinks: list[Callable[[Any], None]] = []
+    sinks: list[Callable[[Any], None]] = [CutWarnings(warn)]  # an input cut to fit a context is never silent
     tests_json = None if suite is None else {"source": suite.source, "count": suite.count}
     if not quiet:
         head = choice.source if verbose or choice.meta is None else Path(choice.source).name

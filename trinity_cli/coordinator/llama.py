@@ -44,7 +44,8 @@ How a decision is encoded (transcript format in `core.transcript`):
 
 Context overflow policy (never a crash): each turn segment is clipped to its first
 `max_turn_tokens` tokens, the problem to its first half of the context, and the oldest turns
-are dropped until problem + remaining turns + cue fit in `n_ctx`.
+are dropped until problem + remaining turns + cue fit in `n_ctx`. What it cut comes back
+with the encoding (`Encoding.input_truncated`), so a run can say so.
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trinity_cli.core.coordinator import Encoding
+from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
@@ -180,9 +182,14 @@ class LlamaCoordinator:
 
     def transcript_tokens(self, transcript: Transcript, *, last_open: bool = False) -> list[int]:
         """The token ids of a transcript under the overflow policy, cue excluded."""
-        segments = transcript.coordinator_segments(self._format, last_open=last_open)
-        problem = self.tokenize(segments[0], bos=True)[: self.n_ctx // 2]
-        turns = [self.tokenize(s, bos=False)[: self.max_turn_tokens] for s in segments[1:]]
+        return self.fit(transcript, last_open=last_open)[0]
+
+    def fit(self, transcript: Transcript, *, last_open: bool = False) -> tuple[list[int], Truncation | None]:
+        """The transcript's token ids under the overflow policy, and what the policy cut."""
+        segments = [self.tokenize(s, bos=i == 0) for i, s in enumerate(
+            transcript.coordinator_segments(self._format, last_open=last_open))]
+        problem = segments[0][: self.n_ctx // 2]
+        turns = [s[: self.max_turn_tokens] for s in segments[1:]]
         room = self.n_ctx - len(problem) - len(self.cue_tokens)
         kept: list[list[int]] = []
         for turn in reversed(turns):  # newest first, until the context is full
@@ -193,10 +200,22 @@ class LlamaCoordinator:
         ids = list(problem)
         for turn in reversed(kept):
             ids.extend(turn)
-        return ids
+        total = sum(map(len, segments))
+        return ids, None if len(ids) == total else self._cut(len(segments[0]), len(problem), len(ids), total)
+
+    def _cut(self, problem_total: int, problem_kept: int, kept: int, total: int) -> Truncation:
+        """The overflow policy's cut, in words: the problem's, else the turns'."""
+        if problem_kept < problem_total:
+            what = (f"the problem is {problem_total:,} tokens; the coordinator reads its first {problem_kept:,} "
+                    f"(half its n_ctx {self.n_ctx})")
+        else:
+            what = (f"the transcript is {total:,} tokens; the coordinator reads {kept:,} "
+                    "(the oldest turns or turn ends cut)")
+        return Truncation(kept, total - kept, "coordinator", f"{what}, {total - kept:,} dropped")
 
     def encode(self, transcript: Transcript) -> Encoding:
-        return self.encode_tokens(self.transcript_tokens(transcript))
+        ids, cut = self.fit(transcript)
+        return replace(self.encode_tokens(ids), input_truncated=cut)
 
     def encode_tokens(self, ids: list[int]) -> Encoding:
         """The hidden state at the cue after `ids`, evaluating only what the cache lacks.

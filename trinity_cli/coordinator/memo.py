@@ -17,6 +17,7 @@ import hashlib
 import json
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ class MemoCoordinator:
     def encode(self, transcript: Transcript) -> Encoding:
         started = time.perf_counter()
         with self._lock:
-            ids = self.inner.transcript_tokens(transcript)
+            ids, cut = self.inner.fit(transcript)
             key = hashlib.sha256((self._prefix + ",".join(map(str, ids))).encode()).hexdigest()
             hidden = self.memory.get(key)
             if hidden is None and self._db is not None:
@@ -61,9 +62,9 @@ class MemoCoordinator:
                     self.memory[key] = hidden
             if hidden is not None:
                 self.hits += 1
-                return Encoding(hidden, time.perf_counter() - started, 0)
+                return Encoding(hidden, time.perf_counter() - started, 0, cut)
             self.misses += 1
-            encoding = self.inner.encode_tokens(ids)
+            encoding = replace(self.inner.encode_tokens(ids), input_truncated=cut)
             self.memory[key] = encoding.hidden
         if self._db is not None:
             self._db.put(key, encoding.hidden.tobytes())

@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
+from trinity_cli.core.records import Truncation
 from trinity_cli.core.transcript import Transcript
 
 
@@ -15,6 +16,7 @@ class Encoding:
     hidden: np.ndarray  # (d,)
     seconds: float
     tokens: int  # tokens evaluated for this decision (0 when memoized)
+    input_truncated: Truncation | None = None  # what the overflow policy cut of the transcript
 
 
 class TurnStream(Protocol):

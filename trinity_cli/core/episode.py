@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -40,7 +40,7 @@ from trinity_cli.core.events import (
 )
 from trinity_cli.core.head import Choice, Policy, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
-from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, TurnRecord
+from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, Truncation, TurnRecord
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
     ROLE_ORDER,
@@ -125,17 +125,17 @@ def next_decision(
     draws: tuple[float, float] | None = None,
 ) -> Decision:
     """Read the transcript, ask the policy, choose (greedy, or with the two uniform draws)."""
-    hidden, seconds, tokens = None, 0.0, 0
+    hidden, seconds, tokens, cut = None, 0.0, 0, None
     if policy.needs_hidden:
         if coordinator is None:
             raise ValueError("this policy needs a coordinator")
         encoding = coordinator.encode(state.transcript)
-        hidden, seconds, tokens = encoding.hidden, encoding.seconds, encoding.tokens
-    return decision_from(state, policy.choose(hidden, state.next_turn), draws, seconds, tokens)
+        hidden, seconds, tokens, cut = encoding.hidden, encoding.seconds, encoding.tokens, encoding.input_truncated
+    return decision_from(state, policy.choose(hidden, state.next_turn), draws, seconds, tokens, cut)
 
 
 def decision_from(state: EpisodeState, choice: Choice, draws: tuple[float, float] | None = None,
-                  seconds: float = 0.0, tokens: int = 0) -> Decision:
+                  seconds: float = 0.0, tokens: int = 0, input_truncated: Truncation | None = None) -> Decision:
     """The turn's (agent, role) from the policy's probabilities: the mask, a Thinker's named role
     and greedy or sampled choice applied (`core.head.decide`)."""
     forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
@@ -151,6 +151,7 @@ def decision_from(state: EpisodeState, choice: Choice, draws: tuple[float, float
         coordinator_seconds=seconds,
         coordinator_tokens=tokens,
         chosen_probability=None if state.mask is None else chosen.probability,
+        input_truncated=input_truncated,
     )
 
 
@@ -180,7 +181,7 @@ def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnR
     verdict = parse_verdict(reply.text) if decision.role is Role.VERIFIER else None
     record = TurnRecord(
         decision, reply.text, answer, verdict, reply.tokens_in, reply.tokens_out,
-        reply.usd, reply.usd_estimated, reply.seconds,
+        reply.usd, reply.usd_estimated, reply.seconds, reply.truncated, reply.input_truncated,
     )
     state.transcript = state.transcript.with_turn(record.as_turn())
     state.role_override = parse_next_role(reply.text) if decision.role is Role.THINKER else None
@@ -312,7 +313,7 @@ def take_turn(
         if stream is not None:
             stream.finish()
     if reply.seconds <= 0:
-        reply = _with_seconds(reply, time.perf_counter() - started)
+        reply = replace(reply, seconds=time.perf_counter() - started)
     spend.settle(reply.usd)
     record = apply(state, decision, reply)
     if record is not None:
@@ -326,7 +327,3 @@ def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState,
     if begin is None or not policy.needs_hidden or not agent.remote:
         return None
     return begin(state.transcript, decision.agent, decision.role)
-
-
-def _with_seconds(reply: Reply, seconds: float) -> Reply:
-    return Reply(reply.text, reply.tokens_in, reply.tokens_out, reply.usd, seconds, reply.usd_estimated)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ProviderError
 
@@ -51,6 +52,8 @@ class Reply:
     usd: float
     seconds: float
     usd_estimated: bool = False  # usage was not reported by the server and was estimated
+    truncated: bool = False  # generation stopped at max_tokens, not at a stop or the model's end
+    input_truncated: Truncation | None = None  # what the agent cut of the prompt to fit its context
 
 
 class Provider(Protocol):

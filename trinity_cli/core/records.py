@@ -22,6 +22,25 @@ class CheckOutcome:
 
 
 @dataclass(frozen=True)
+class Truncation:
+    """What one reader (the coordinator, or an agent) cut of its input to fit its context, in
+    its own tokens. `reader` names it (one warning each); `note` says what was cut, in words."""
+
+    kept_tokens: int
+    dropped_tokens: int
+    reader: str = ""
+    note: str = ""
+
+    def as_json(self) -> dict[str, int]:
+        return {"kept_tokens": self.kept_tokens, "dropped_tokens": self.dropped_tokens}
+
+
+def largest_cut(*cuts: Truncation | None) -> Truncation | None:
+    """The cut that dropped the most tokens; None when nothing was cut."""
+    return max((c for c in cuts if c is not None), key=lambda c: c.dropped_tokens, default=None)
+
+
+@dataclass(frozen=True)
 class Decision:
     turn: int
     agent_index: int
@@ -33,6 +52,7 @@ class Decision:
     coordinator_seconds: float
     coordinator_tokens: int
     chosen_probability: float | None = None  # of this choice, when a role mask made it differ
+    input_truncated: Truncation | None = None  # what the coordinator cut of the transcript to read it
 
     @property
     def probability(self) -> float:
@@ -55,6 +75,13 @@ class TurnRecord:
     usd: float
     usd_estimated: bool
     seconds: float
+    truncated: bool = False  # the reply stopped at max_tokens
+    prompt_truncated: Truncation | None = None  # what the agent cut of its prompt
+
+    @property
+    def input_truncated(self) -> Truncation | None:
+        """The turn's largest cut: the coordinator's reading of the transcript, or the agent's prompt."""
+        return largest_cut(self.decision.input_truncated, self.prompt_truncated)
 
     def as_turn(self) -> Turn:
         """The turn as the transcript keeps it."""
@@ -69,6 +96,11 @@ class EpisodeResult:
     usd: float
     error: str | None = None
     check: CheckOutcome | None = None  # the final answer's execution check, when there was one
+
+    @property
+    def input_truncated(self) -> Truncation | None:
+        """The run's largest cut of any input, by any reader; None when all was read."""
+        return largest_cut(*(t.input_truncated for t in self.turns))
 
     @property
     def verifier_verdict(self) -> str | None:

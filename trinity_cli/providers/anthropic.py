@@ -1,6 +1,7 @@
 """Anthropic's Messages API through the official SDK; streamed when a caller watches the text.
 
-Usage (input and output tokens) comes from the message, or from the stream's events."""
+Usage (input and output tokens) and the stop reason come from the message, or from the stream's
+events; a reply is `truncated` when it stopped for "max_tokens"."""
 
 from __future__ import annotations
 
@@ -51,4 +52,5 @@ class AnthropicProvider:
             raise classify(exc, self.spec) from None
         tokens_in, tokens_out = final.usage.input_tokens, final.usage.output_tokens
         text = "".join(parts)
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds)
+        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds,
+                     truncated=final.stop_reason == "max_tokens")

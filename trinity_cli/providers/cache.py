@@ -16,6 +16,7 @@ from pathlib import Path
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Provider, Reply, Request, RetryHook, TextCallback
+from trinity_cli.core.records import Truncation
 from trinity_cli.store import KeyValueStore, Table
 
 
@@ -48,7 +49,7 @@ class ResponseStore:
                 self.stats.misses += 1
             else:
                 self.stats.hits += 1
-        return None if stored is None else Reply(**json.loads(stored))
+        return None if stored is None else _reply(json.loads(stored))
 
     def put(self, key: str, reply: Reply) -> None:
         self._table.put(key, json.dumps(asdict(reply)))
@@ -56,6 +57,12 @@ class ResponseStore:
     def size(self) -> tuple[int, int]:
         """(entries, bytes on disk)."""
         return self._table.count(), self.path.stat().st_size if self.path and self.path.exists() else 0
+
+
+def _reply(stored: dict) -> Reply:
+    """A stored reply (one stored before a field existed gets its default)."""
+    cut = stored.pop("input_truncated", None)
+    return Reply(**stored, input_truncated=None if cut is None else Truncation(**cut))
 
 
 class CachingProvider:

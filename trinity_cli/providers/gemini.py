@@ -1,6 +1,7 @@
 """Google Gemini through the official `google-genai` SDK; streamed when a caller watches the text.
 
 The key comes from `api_key_env`, else `GEMINI_API_KEY`, falling back to `GOOGLE_API_KEY`.
+A reply is `truncated` when its candidate finished for "MAX_TOKENS" (the stream's last chunk says).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class GeminiProvider:
             stop_sequences=list(self.spec.stop) or None,
         )
         parts: list[str] = []
-        usage = None
+        usage, finish = None, None
         chunks: Iterable[Any]
         try:
             if on_text is None:  # nobody watches: one plain request
@@ -53,6 +54,8 @@ class GeminiProvider:
             for chunk in chunks:
                 if chunk.usage_metadata is not None:
                     usage = chunk.usage_metadata
+                if chunk.candidates and chunk.candidates[0].finish_reason is not None:
+                    finish = chunk.candidates[0].finish_reason
                 text = chunk.text
                 if text:
                     parts.append(text)
@@ -68,4 +71,5 @@ class GeminiProvider:
             estimated = False
         else:
             tokens_in, tokens_out, estimated = estimate_tokens(request.system + request.user), estimate_tokens(text), True
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated)
+        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated,
+                     truncated=finish == "MAX_TOKENS")

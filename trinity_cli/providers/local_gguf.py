@@ -17,6 +17,12 @@ llama.cpp context, one call at a time (a lock: concurrent episodes in train and 
 turns). Each call evaluates its prompt from scratch, so a call's reply depends only on the call
 (sampling is seeded by the prompt): the same call gives the same reply.
 
+A prompt longer than the context less `max_tokens` keeps its first token and its end (the
+role's lead and, for a Worker, the signature it continues), and the reply reports the cut
+(`Reply.input_truncated`); when even the end does not fit, the call is a usage error (exit 2).
+A reply is `truncated` when generation stopped at `max_tokens` before a stop string or the
+model's end (a completion-mode Worker's answer also ends at its first unindented line).
+
 Sampling is llama-cpp-python's default chain: greedy at temperature 0, else top-k 40,
 top-p 0.95, min-p 0.05, then the temperature.
 """
@@ -28,14 +34,16 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
+from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
 from trinity_cli.embedded import resolve_model
-from trinity_cli.errors import ConfigError
+from trinity_cli.errors import ConfigError, UsageError
 from trinity_cli.llamacpp import Model, decode, default_threads, load_model, spans
 from trinity_cli.providers.base import Stopwatch
 
@@ -46,6 +54,8 @@ PROSE_STOPS = ("\n## ", "\n\n\n", "```")
 _TOP_LEVEL = re.compile(r"\n(?=\S)")
 VERDICT_WORDS = {"accept": " ACCEPT", "reject": " REJECT"}
 N_BATCH = 512
+DEFAULT_N_CTX = 4096  # an agent's context when the pool gives no n_ctx
+MIN_PROMPT_TOKENS = 16  # a clipped prompt keeps at least this much, and at least its lead
 
 
 class _Runtime:
@@ -78,20 +88,22 @@ class _Runtime:
         return logits - peak - np.log(np.exp(logits - peak).sum())
 
     def generate(self, prompt: list[int], *, max_tokens: int, temperature: float, stops: Sequence[str],
-                 on_text: TextCallback | None) -> tuple[str, int]:
+                 on_text: TextCallback | None) -> tuple[str, int, bool]:
         """Sample up to `max_tokens` after `prompt`; the text ends before the first stop string.
-        Returns the text and the number of tokens generated."""
+        Returns the text, the number of tokens generated, and whether the limit (not a stop
+        string or the model's end) ended it."""
         ll = self._ll
         self.evaluate(prompt, 0)
         sampler = _sampler(ll, temperature, seed=_seed(prompt))
         text = _StopAt(stops, on_text)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        generated = 0
+        generated, ended = 0, False
         try:
             position = len(prompt)
             while generated < max_tokens and position < self.n_ctx:
                 token = ll.llama_sampler_sample(sampler, self.ctx, -1)
                 if self.model.is_end(token):
+                    ended = True
                     break
                 generated += 1
                 if text.add(decoder.decode(self.model.piece(token))):
@@ -101,7 +113,7 @@ class _Runtime:
         finally:
             ll.llama_sampler_free(sampler)
         text.add(decoder.decode(b"", final=True))
-        return text.finish(), generated
+        return text.finish(), generated, not (ended or text.stopped)
 
 
 class _StopAt:
@@ -180,7 +192,7 @@ class LocalProvider:
         self.prices = Prices(0.0, 0.0)
         self.mode = spec.mode or "completion"
         self.temperature = 0.0 if spec.temperature is None else spec.temperature
-        self._runtime = runtime_for(resolve_model(spec.model), spec.n_ctx)
+        self._runtime = runtime_for(resolve_model(spec.model), spec.n_ctx or DEFAULT_N_CTX)
         self._render: Callable[..., Any] | None = None
         if self.mode == "chat":
             self._render = _chat_formatter(self._runtime.model, spec.name)
@@ -192,19 +204,36 @@ class LocalProvider:
         watch = Stopwatch()
         with self._runtime.lock:
             if request.role is Role.VERIFIER and self.mode == "completion":
-                text, tokens_in, tokens_out = self._judge(request)
+                text, prompt, tokens_out = self._judge(request)
+                truncated = False  # two fixed words, never cut
                 if on_text:
                     on_text(text)
             else:
-                text, tokens_in, tokens_out = self._generate(request, on_text)
-        return Reply(text, tokens_in, tokens_out, 0.0, watch.seconds)
+                text, prompt, tokens_out, truncated = self._generate(request, on_text)
+        return Reply(text, len(prompt), tokens_out, 0.0, watch.seconds, truncated=truncated,
+                     input_truncated=prompt.cut)
 
-    def _clip(self, tokens: list[int], reserve: int) -> list[int]:
-        """The prompt clipped from the front (its first token kept) to leave `reserve` tokens."""
-        room = max(16, self._runtime.n_ctx - reserve)
-        return tokens if len(tokens) <= room else tokens[:1] + tokens[-(room - 1) :]
+    def _clip(self, request: Request, tokens: list[int], reserve: int) -> _Prompt:
+        """The prompt clipped from the front (its first token kept) to leave `reserve` tokens.
 
-    def _generate(self, request: Request, on_text: TextCallback | None) -> tuple[str, int, int]:
+        The end must stay: the role's lead and the signature a completion continues (in chat
+        mode, the template's last tokens); when not even that fits, exit 2 naming the fix."""
+        n_ctx, room, total = self._runtime.n_ctx, self._runtime.n_ctx - reserve, len(tokens)
+        if total <= room:
+            return _Prompt(tokens)
+        end = request.lead + request.answer_prefix if self._render is None else ""
+        need = max(MIN_PROMPT_TOKENS, len(self._runtime.model.tokenize(end, bos=False)) + 1)
+        if room < need:
+            raise UsageError(
+                f"agent {self.spec.name!r} cannot read this problem: its {request.role.value} prompt is "
+                f"{total:,} tokens, and n_ctx {n_ctx} less {reserve} for the reply leaves {max(room, 0):,}, "
+                f"fewer than the {need:,} its end needs (the lead and signature it continues); raise the "
+                "agent's n_ctx, lower its max_tokens, or shorten the problem")
+        note = (f"agent {self.spec.name!r} ({request.role.value}): the prompt is {total:,} tokens; n_ctx {n_ctx} less "
+                f"{reserve} for the reply holds its first token and last {room - 1:,} ({total - room:,} dropped)")
+        return _Prompt(tokens[:1] + tokens[-(room - 1) :], Truncation(room, total - room, self.spec.name, note))
+
+    def _generate(self, request: Request, on_text: TextCallback | None) -> tuple[str, _Prompt, int, bool]:
         model, stops = self._runtime.model, list(self.spec.stop)
         if self._render is not None:
             rendered = self._render(messages=[{"role": "system", "content": request.system},
@@ -214,19 +243,20 @@ class LocalProvider:
             worker = request.role is Role.WORKER
             stops += WORKER_STOPS if worker else PROSE_STOPS
             tokens = model.tokenize(request.completion_prompt(), bos=True)
-        prompt = self._clip(tokens, self.spec.max_tokens)
-        text, count = self._runtime.generate(prompt, max_tokens=self.spec.max_tokens, temperature=self.temperature,
-                                             stops=stops, on_text=on_text)
+        prompt = self._clip(request, tokens, self.spec.max_tokens)
+        text, count, truncated = self._runtime.generate(prompt.tokens, max_tokens=self.spec.max_tokens,
+                                                        temperature=self.temperature, stops=stops, on_text=on_text)
         if self._render is None and request.role is Role.WORKER:
-            body = _TOP_LEVEL.split(text, maxsplit=1)[0] if request.answer_prefix else text
-            text = f"```python\n{request.answer_prefix}{body.rstrip()}\n```"
-        return text, len(prompt), count
+            parts = _TOP_LEVEL.split(text, maxsplit=1) if request.answer_prefix else [text]
+            truncated = truncated and len(parts) == 1  # an unindented line ended the answer before the limit
+            text = f"```python\n{request.answer_prefix}{parts[0].rstrip()}\n```"
+        return text, prompt, count, truncated
 
-    def _judge(self, request: Request) -> tuple[str, int, int]:
+    def _judge(self, request: Request) -> tuple[str, _Prompt, int]:
         """ACCEPT vs REJECT by the log-probability of each continuation after the prompt."""
         runtime = self._runtime
-        prompt = self._clip(runtime.model.tokenize(request.completion_prompt(), bos=True), reserve=8)
-        runtime.evaluate(prompt, 0)
+        prompt = self._clip(request, runtime.model.tokenize(request.completion_prompt(), bos=True), reserve=8)
+        runtime.evaluate(prompt.tokens, 0)
         after_prompt = runtime.logprobs()
         scores = {}
         n_out = 0
@@ -234,7 +264,7 @@ class LocalProvider:
             tokens = runtime.model.tokenize(word, bos=False)
             total = float(after_prompt[tokens[0]])
             for i, token in enumerate(tokens[1:]):
-                runtime.evaluate([tokens[i]], len(prompt) + i)  # the KV past the prompt is replaced
+                runtime.evaluate([tokens[i]], len(prompt.tokens) + i)  # the KV past the prompt is replaced
                 total += float(runtime.logprobs()[token])
             scores[verdict] = total
             n_out += len(tokens)
@@ -243,7 +273,18 @@ class LocalProvider:
             f"<verdict>{best.upper()}</verdict> (log-probability of ACCEPT "
             f"{scores['accept']:.2f}, of REJECT {scores['reject']:.2f})"
         )
-        return text, len(prompt), n_out
+        return text, prompt, n_out
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    """The prompt's tokens as evaluated, and what clipping cut, if anything."""
+
+    tokens: list[int]
+    cut: Truncation | None = None
+
+    def __len__(self) -> int:
+        return len(self.tokens)
 
 
 def _chat_formatter(model: Model, agent: str) -> Callable[..., Any]:

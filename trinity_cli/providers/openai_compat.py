@@ -7,6 +7,8 @@ OpenAI's reasoning models (o1, o3, o4, gpt-5) refuse `max_tokens` and any temper
 default: the length limit goes out as the agent's `token_param` (`max_completion_tokens` on
 OpenAI's own endpoint) and their temperature is left out, with one warning per agent. Their
 reasoning tokens are part of `completion_tokens`, so they are billed as output.
+
+A reply is `truncated` when its choice finished for "length" (max_tokens reached).
 """
 
 from __future__ import annotations
@@ -65,13 +67,14 @@ class OpenAIProvider:
             {"role": "user", "content": request.user},
         ]
         parts: list[str] = []
-        usage = None
+        usage, finish = None, None
         common = dict(messages=messages, **request_params(self.spec))
         try:
             if on_text is None:  # nobody watches: one plain request
                 response = self._client.chat.completions.create(**common)  # type: ignore[call-overload]
                 usage = response.usage
                 parts.append(response.choices[0].message.content or "" if response.choices else "")
+                finish = response.choices[0].finish_reason if response.choices else None
             else:
                 stream = self._client.chat.completions.create(
                     **common, stream=True, stream_options={"include_usage": True}
@@ -80,6 +83,7 @@ class OpenAIProvider:
                     if chunk.usage is not None:
                         usage = chunk.usage
                     for choice in chunk.choices or []:
+                        finish = choice.finish_reason or finish
                         delta = choice.delta.content if choice.delta else None
                         if delta:
                             parts.append(delta)
@@ -92,4 +96,5 @@ class OpenAIProvider:
         else:
             tokens_in = estimate_tokens(request.system + request.user)
             tokens_out, estimated = estimate_tokens(text), True
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated)
+        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated,
+                     truncated=finish == "length")

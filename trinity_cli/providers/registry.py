@@ -37,7 +37,13 @@ def build_provider(spec: AgentSpec, tasks: Mapping[str, Task] | None = None, coo
         return ReplayProvider(spec, tasks or {}, coordinator_tokens(coordinator_model))
     module, name = PROVIDER_CLASSES[spec.provider]
     provider: Provider = getattr(import_module(module), name)(spec)
-    return provider if spec.provider == "local" else RetryingProvider(provider, spec)
+    if spec.provider == "local":
+        return provider
+    if spec.n_ctx is not None:  # a remote model's context is known only when the pool declares it
+        from trinity_cli.providers.context import FittingProvider
+
+        provider = FittingProvider(provider, spec, spec.n_ctx)
+    return RetryingProvider(provider, spec)
 
 
 def build_agents(

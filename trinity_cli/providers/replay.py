@@ -31,7 +31,8 @@ Verifier only (the records hold no plans).
 Cost: tokens as the record gives them, else counted with the coordinator's tokenizer: in, the
 request as trinity sends it (system + user message); out, the reply. A Verifier turn is billed
 as the model reading the transcript and writing its verdict. Prices come from the pool file;
-`usd_estimated` is always true.
+`usd_estimated` is always true. A replayed reply is never `truncated`: the records keep whole
+programs and no stop reason.
 
 Task lookup: train and eval build agents with the task set and `require` that the record
 covers every task; `solve` `bind`s the problem text to the recorded task whose prompt it is

@@ -11,7 +11,8 @@ probability per task tag (`skills`, `default_skill`), how much a prior Thinker t
 - Thinker: a short fixed plan.
 - Verifier: says the truth about the latest answer (is it the canonical one?) with probability
   `verifier_accuracy`.
-Usage is the byte-count estimate of prompt and reply, priced at the agent's prices.
+Usage is the byte-count estimate of prompt and reply, priced at the agent's prices. Nothing is
+cut: no reply is `truncated`, no prompt clipped.
 """
 
 from __future__ import annotations
