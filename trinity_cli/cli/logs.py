@@ -105,7 +105,9 @@ def show(
     from trinity_cli.cli.solve import display_header
 
     row = stored.row
-    display = TurnDisplay(stderr, display_header(row["pool"]["source"], row["head"], row["tests"]), verbose=True)
+    searched = (row["settings"] or {}).get("no_tests") is False  # older logs did not say: no note
+    header = display_header(row["pool"]["source"], row["head"], row["tests"], searched=searched)
+    display = TurnDisplay(stderr, header, verbose=True)
     events, result = replay(stored)
     for event in events:
         display(event)

@@ -108,7 +108,8 @@ def solve(
     if jsonl_out:
         sinks.append(JsonlWriter(sys.stdout, pool_cfg.names, suite, budget))
     if not disabled(no_log):
-        settings = {"max_turns": max_turns, "budget_usd": budget_usd, "sample": sample, "seed": seed}
+        settings = {"max_turns": max_turns, "budget_usd": budget_usd, "sample": sample, "seed": seed,
+                    "no_tests": no_tests}
         sinks.append(RunLogSink.start(text, pool_cfg, choice.source, tests=tests_json, settings=settings, warn=warn,
                                       final=lambda r: episode_json(r, pool_cfg.names, suite, budget)))
     result = run_episode(
