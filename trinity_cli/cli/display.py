@@ -15,7 +15,6 @@ from typing import IO, Any
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.padding import Padding
 from rich.text import Text
 
 from trinity_cli.core.budget import Budget
@@ -161,6 +160,11 @@ def tail_lines(text: str, lines: int) -> str:
     return "\n".join(rows[-lines:])
 
 
+def indented(text: str) -> str:
+    """Turn text under its turn's line (the width of "turn  1  ")."""
+    return "\n".join(" " * 9 + line for line in text.splitlines())
+
+
 class TurnDisplay:
     def __init__(self, console: Console, header: str = "", verbose: bool = False) -> None:
         self.console = console
@@ -189,7 +193,7 @@ class TurnDisplay:
             self.spent += event.record.usd
             self.console.print(self._finished(event.record))
             if self.verbose and event.record.text.strip():
-                self.console.print(Padding(Text(redact(event.record.text.strip())), (0, 0, 0, 9)))
+                self.console.print(Text(indented(redact(event.record.text.strip()))))
         elif isinstance(event, CheckFinished):
             line = Text(f"         {event.outcome.source} ", style="bold")
             passed = event.outcome.passed
@@ -225,8 +229,8 @@ class TurnDisplay:
         assert self.decision is not None
         line = self._head(self.decision)
         line.append(f"  … {self.streamed} tokens, {time.perf_counter() - self.started:.1f}s", style="dim")
-        text = Text(tail_lines(self.text, STREAM_LINES), style="dim", no_wrap=True, overflow="ellipsis")
-        return Group(line, Padding(text, (0, 0, 0, 9))) if self.text else Group(line)
+        text = Text(indented(tail_lines(self.text, STREAM_LINES)), style="dim", no_wrap=True, overflow="ellipsis")
+        return Group(line, text) if self.text else Group(line)
 
     def _finished(self, record: TurnRecord) -> Text:
         line = self._head(record.decision)
