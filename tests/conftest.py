@@ -121,3 +121,11 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A clean current directory, so no ./trinity.toml leaks in."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture()
+def home(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh TRINITY_HOME per test (the subprocesses inherit it), so each test has its own log."""
+    monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
+    monkeypatch.delenv("TRINITY_NO_LOG", raising=False)
+    return workdir / "home"

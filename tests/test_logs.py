@@ -41,14 +41,6 @@ SOLVE = ("solve", "p.md", "--pool", "pool.toml", "--weights", "none")
 
 
 @pytest.fixture()
-def home(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh TRINITY_HOME per test (the subprocesses inherit it), so each test has its own log."""
-    monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
-    monkeypatch.delenv("TRINITY_NO_LOG", raising=False)
-    return workdir / "home"
-
-
-@pytest.fixture()
 def server(workdir: Path, home: Path):
     wire = WireServer()
     (workdir / "pool.toml").write_text(f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\n'

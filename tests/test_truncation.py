@@ -31,13 +31,6 @@ SIGNATURE = '```python\ndef total(xs: list[int]) -> int:\n    """Return the sum 
 
 
 @pytest.fixture()
-def home(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
-    monkeypatch.delenv("TRINITY_NO_LOG", raising=False)
-    return workdir / "home"
-
-
-@pytest.fixture()
 def server(home: Path):
     wire = WireServer()
     yield wire
