@@ -122,9 +122,16 @@ def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limi
     unnamed = json.loads(trinity("eval", *FLAGS, "--split", "train", "--limit", "2", "--baselines", "none", "--json",
                                  cwd=recorded).stdout)  # no --weights: the head solve would use, here none fits
     assert [r["policy"] for r in unnamed["rows"]] == ["fallback"] and unnamed["tasks"] == 2
-    line = next(x for x in result.stderr.splitlines() if "than the best single" in x or "no error" in x)
-    assert "fallback" in line and ("more errors" in line or "fewer errors" in line or "as many" in line
-                                   or "makes no error" in line)
+    line = next(x for x in result.stderr.splitlines() if x.startswith("fallback"))
+    best = max((r for r in report["rows"] if r["policy"].startswith(("single:", "pipeline:"))),
+               key=lambda r: r["pass_at_1"])
+    head_errors, best_errors = 1 - report["rows"][0]["pass_at_1"], 1 - best["pass_at_1"]
+    way = "makes no error" if best_errors == 0 else "fewer errors" if head_errors < best_errors else \
+        "more errors" if head_errors > best_errors else "as many errors"
+    assert way in line and best["policy"] in line, (line, report["rows"])
+    first = json.loads(trinity("eval", *FLAGS, "--weights", "none", "--split", "train", "--limit", "1",
+                               "--baselines", "single", "--json", cwd=recorded).stdout)
+    assert {r["policy"]: r["pass_at_1"] for r in first["rows"]}["single:cheap"] == 0.0  # task 0, the file's first
 
 
 def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):

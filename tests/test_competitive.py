@@ -208,10 +208,13 @@ def recorded(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("recorded")
     lines = [{"model": model, "task_id": task.task_id, "code": program(name, kind)}
              for name, task in BY_NAME.items() for model, kind in (("right", "right"), ("half", "wrong"))]
+    lines += [{"model": "mixed", "task_id": task.task_id,  # right on stdin tasks only: its row tells which ran
+               "code": program(name, "right" if task.task_id.startswith("stdin/") else "wrong")}
+              for name, task in BY_NAME.items()]
     (workdir / "rec.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     (workdir / "pool.toml").write_text("".join(
         f'[[agents]]\nname = "{name}"\nprovider = "replay"\nrecord = "rec.jsonl"\nmodel = "{name}"\n'
-        f"price_in = {price}\nprice_out = {price}\n\n" for name, price in (("right", 10.0), ("half", 0.5))))
+        f"price_in = {price}\nprice_out = {price}\n\n" for name, price in (("right", 10.0), ("half", 0.5), ("mixed", 1.0))))
     lines = LCB.read_text().splitlines(keepends=True)
     (workdir / "three.jsonl").write_text(lines[0] + lines[1] + lines[4])
     return workdir
@@ -224,7 +227,8 @@ def test_eval_runs_on_a_livecodebench_file(recorded):
     report = json.loads(result.stdout)
     rows = {row["policy"]: row for row in report["rows"]}
     assert report["tasks"] == 5 and rows["single:right"]["pass_at_1"] == 1.0 and rows["single:half"]["pass_at_1"] == 0.0
-    assert [task.task_id.split("/")[0] for task in TASKS[:5]] == ["call"] * 3 + ["stdin"] * 2  # both kinds ran
+    assert [task.task_id.split("/")[0] for task in TASKS[:5]] == ["call"] * 3 + ["stdin"] * 2
+    assert rows["single:mixed"]["pass_at_1"] == 0.4  # the file's first five ran: three functional, two stdin
 
 
 def test_train_runs_a_generation_on_a_livecodebench_file(recorded):

@@ -118,3 +118,10 @@ def test_every_accepted_pool_key_is_documented_in_the_readme():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     keys = {f.name for f in fields(AgentSpec)} | {f.name for f in fields(CoordinatorSpec)}
     assert keys and not [key for key in sorted(keys) if f"`{key}`" not in readme]
+
+
+def test_a_misspelt_bundled_pool_name_gets_did_you_mean():
+    from trinity_cli.config import load_pool
+
+    with pytest.raises(ConfigError, match=r"did you mean ldb-humaneval\? no such file"):
+        load_pool("ldb-humanevl")

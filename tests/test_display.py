@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import threading
 import time
@@ -96,7 +97,9 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
     seen = b""
     deadline = time.monotonic() + 120
     while b"read the problem closely" not in ANSI.sub(b"", seen) and time.monotonic() < deadline:
-        seen += os.read(master, 4096)  # the second turn is streaming
+        if select.select([master], [], [], 1.0)[0]:
+            seen += os.read(master, 4096)
+    assert b"read the problem closely" in ANSI.sub(b"", seen), seen  # the second turn is streaming
     proc.send_signal(2)  # SIGINT, as Ctrl-C sends
     stdout, _ = proc.communicate(timeout=60)
     try:
@@ -124,14 +127,15 @@ def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, stre
 
 
 def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
-    (workdir / "fast.toml").write_text(FAST_POOL.replace("max_tokens = 12", "max_tokens = 48"))
+    (workdir / "fast.toml").write_text(FAST_POOL.replace("max_tokens = 12", "max_tokens = 96"))
     chunks, stdout, code = on_a_terminal(["solve", str(PROBLEM), "--pool", "fast.toml", "--max-turns", "1",
                                           "--no-log", "--json"], workdir, {})
     turn = json.loads(stdout)["turns"][0]
-    words = [w for w in re.findall(r"[A-Za-z]{4,}", turn["text"])]
-    assert code in (0, 6) and words, turn
-    seen, finished = first_seen(chunks, words[0].encode()), first_seen(chunks, b"tok ")
-    assert seen is not None and finished is not None and seen <= finished  # drawn in flight, before its line
+    first = next(line.strip() for line in turn["text"].splitlines() if len(line.strip()) >= 12)[:12]
+    assert code in (0, 6) and turn["tokens_out"] > 48, turn  # a reply long enough to stream for a while
+    seen, finished = first_seen(chunks, first.encode()), first_seen(chunks, b"tok ")
+    assert seen is not None and finished is not None, b"".join(d for _, d in chunks).decode(errors="replace")
+    assert seen < finished - 0.1  # its first line was drawn while the rest was still coming
 
 
 
@@ -150,3 +154,18 @@ def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
     assert first_seen(chunks, b"eval: single:sim-") is not None  # the status line names the rows as they finish
     piped = trinity(*args, cwd=workdir)
     assert piped.returncode == 0 and "eval: " not in piped.stderr  # a pipe gets no status line
+
+
+def test_a_closed_stderr_silences_the_display_and_a_closed_stdout_exits_141(workdir, streaming_server):
+    streaming_server.responses.append(openai_stream(REPLY))
+    args = [TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1", "--no-log"]
+    reader = subprocess.Popen([*args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir)
+    assert reader.stderr is not None and reader.stderr.readline().startswith(b"pool: ")
+    reader.stderr.close()  # whoever watched stderr stopped (`2>&1 | head -1`): the run goes on
+    stdout, _ = reader.communicate(timeout=120)
+    assert reader.returncode == 6 and json.loads(stdout)["turns"][0]["text"] == REPLY
+    gone = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir)
+    assert gone.stdout is not None
+    gone.stdout.close()  # `| head -c0`: nobody reads the answer
+    _, err = gone.communicate(timeout=120)
+    assert gone.returncode == 141 and b"Traceback" not in err and b"error" not in err

@@ -8,7 +8,7 @@ from trinity_cli.core.head import N_ROLES
 from trinity_cli.train.imitate import fit_steps, input_space
 
 N_AGENTS, D, TURNS = 3, 16, 4
-PLAN = {1: (0, 1), 2: (2, 2), 3: (1, 1), 4: (2, 2)}  # turn → (agent, role): a Worker, a Verifier, another Worker
+PLAN = {1: (0, 1), 2: (2, 2), 3: (1, 1), 4: (2, 2)}  # turn → (agent, role): Worker, Verifier, another Worker, Verifier
 
 
 OFF_CENTRE = 3.0 * np.random.default_rng(9).normal(size=D)  # as real hidden states are

@@ -127,7 +127,7 @@ def test_each_turn_is_in_the_log_when_it_finishes_and_a_killed_run_keeps_them(se
     assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == [PLAN]
     assert report["answer"] is None and report["usd"] == pytest.approx(report["turns"][0]["usd"])
     replayed = trinity("logs", "show", "last")
-    assert "turn  1" in replayed.stderr and "verdict interrupted · 1 turns" in replayed.stderr
+    assert "turn  1" in replayed.stderr and "verdict interrupted · 1 turn ·" in replayed.stderr
     [day] = json.loads(trinity("logs", "stats", "--json").stdout)
     assert (day["agent"], day["calls"], day["answers"], day["accepted"], day["accept_rate"]) == ("srv", 1, 0, 0, None)
 

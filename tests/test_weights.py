@@ -72,6 +72,8 @@ def test_damaged_weights_are_config_errors(tmp_path, damage):
     with pytest.raises(ConfigError) as caught:
         load_head(path)
     assert str(path) in caught.value.message and "\n" not in caught.value.message
+    if damage == "turn_features":
+        assert "3 turn features" in caught.value.message
 
 
 def test_mismatch_names_both_values():

@@ -100,7 +100,9 @@ def find_pool_file(flag: str | None) -> Path | None:
             try:
                 return pool_path(given)  # an existing path wins, else a bundled name
             except ConfigError:
-                raise ConfigError(f"pool file not found: {given} (no such file, and no bundled pool of that "
+                close = difflib.get_close_matches(given, pool_names(), n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                raise ConfigError(f"pool file not found: {given} ({hint}no such file, and no bundled pool of that "
                                   f"name: {', '.join(pool_names())})") from None
     for candidate in (Path("trinity.toml"), paths.config_dir() / "pool.toml"):
         if candidate.is_file():

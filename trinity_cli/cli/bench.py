@@ -16,6 +16,7 @@ reuse speed-up, re-encode time against raw llama.cpp evaluation, its share of a 
 of concurrent episodes, peak RSS of solve, --help start-up, and re-encode time per thread
 count and batch size. Ratios, not pass/fail timings; --json prints one object.
 
+\b
 Example: trinity bench --json > bench.json"""
 
 

@@ -9,11 +9,19 @@ import os
 from rich.console import Console
 
 
+class _StderrConsole(Console):
+    def on_broken_pipe(self) -> None:
+        """stderr went away (`2>&1 | head`, a reader that stopped): say nothing more there and
+        let the run go on, its answer to stdout. (Rich's own would point stdout at /dev/null and
+        exit 1.)"""
+        self.quiet = True
+
+
 def _console() -> Console:
     if not os.environ.get("NO_COLOR"):
-        return Console(stderr=True, highlight=False, soft_wrap=True)
+        return _StderrConsole(stderr=True, highlight=False, soft_wrap=True)
     environ = {key: value for key, value in os.environ.items() if key != "FORCE_COLOR"}
-    return Console(stderr=True, highlight=False, soft_wrap=True, color_system=None, _environ=environ)
+    return _StderrConsole(stderr=True, highlight=False, soft_wrap=True, color_system=None, _environ=environ)
 
 
 stderr = _console()

@@ -9,6 +9,7 @@ text follows its line (terminal or not). Streamed and printed text is redacted l
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any
@@ -161,8 +162,9 @@ def tail_lines(text: str, lines: int) -> str:
 
 
 def indented(text: str) -> str:
-    """Turn text under its turn's line (the width of "turn  1  ")."""
-    return "\n".join(" " * 9 + line for line in text.splitlines())
+    """Turn text under its turn's line (the width of "turn  1  "), its own indentation kept
+    relative to its least indented line."""
+    return "\n".join(" " * 9 + line if line.strip() else "" for line in textwrap.dedent(text).splitlines())
 
 
 class TurnDisplay:
@@ -193,7 +195,7 @@ class TurnDisplay:
             self.spent += event.record.usd
             self.console.print(self._finished(event.record))
             if self.verbose and event.record.text.strip():
-                self.console.print(Text(indented(redact(event.record.text.strip()))))
+                self.console.print(Text(indented(redact(event.record.text).strip("\n"))))
         elif isinstance(event, CheckFinished):
             line = Text(f"         {event.outcome.source} ", style="bold")
             passed = event.outcome.passed
@@ -209,7 +211,7 @@ class TurnDisplay:
             line = Text("verdict ", style="bold")
             line.append(result.verdict, style=style)
             estimated = "~" if any(t.usd_estimated for t in result.turns) else ""
-            line.append(f" · {len(result.turns)} turns · {estimated}${result.usd:.4f}")
+            line.append(f" · {len(result.turns)} turn{'s' * (len(result.turns) != 1)} · {estimated}${result.usd:.4f}")
             self.console.print(line)
 
     def _stop_live(self) -> None:

@@ -17,6 +17,7 @@ not isolate), which agents of the pool are usable, where config and caches live,
 coordinator's backend and threads. --json prints the same as one object. Exit 0 when every
 agent and the coordinator model are usable, 3 otherwise (or on a bad pool file).
 
+\b
 Example: trinity doctor --pool my-pool.toml"""
 
 

@@ -38,6 +38,7 @@ and calls nothing.
 The run is written to the run log as one summary row (see `trinity logs`), also when it stops
 early; --no-log or TRINITY_NO_LOG=1 turns that off.
 
+\b
 Example: trinity eval --pool ldb-humaneval --tasks humaneval --weights ldb-humaneval --limit 10"""
 
 

@@ -31,6 +31,7 @@ summary row. --no-log on those commands, or TRINITY_NO_LOG=1, turns logging off.
 --json prints a list of {{id, time, command, problem, problem_sha256, verdict, turns, usd, agents}}
 (problem: its first line; for eval and train, the task set and split).
 
+\b
 Example: trinity logs -n 5 --verdict accepted
 
 {EXIT_CODES}"""
@@ -40,6 +41,7 @@ stderr, and print its answer on stdout. --json prints the object `solve --json` 
 finished, the same built from its stored turns, verdict interrupted); for eval and train, the
 stored summary.
 
+\b
 Example: trinity logs show last
 
 {EXIT_CODES}"""
@@ -48,12 +50,14 @@ STATS_HELP = f"""Sum each agent's calls, tokens and $ per day (local time), with
 the agent's Worker answers, the share that ended a run as its accepted answer. Counts solve
 turns; eval and train keep no turns.
 
+\b
 Example: trinity logs stats --since 2026-12-01
 
 {EXIT_CODES}"""
 
 PRUNE_HELP = f"""Delete the runs started more than AGE ago (Nd days or Nh hours), with their turns.
 
+\b
 Example: trinity logs prune --older-than 30d
 
 {EXIT_CODES}"""

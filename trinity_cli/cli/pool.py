@@ -22,6 +22,7 @@ and its age. Exit 0
 when every agent is usable and the head solve would use fits, 3 otherwise (or on a bad pool
 file). With --list: the bundled recorded pools and task sets.
 
+\b
 Example: trinity pool --pool ldb-humaneval"""
 
 

@@ -24,6 +24,7 @@ coordinator, the head's basis, the task ids and N), never by the name alone; an 
 profiled on these tasks is skipped unless --refresh. Then `solve` and `eval` route the pool with
 the universal head when no pool-specific head fits. `trinity pool` shows the profiles.
 
+\b
 Example: trinity profile --pool my-pool.toml --tasks humaneval --n 40"""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +20,13 @@ Each turn the coordinator picks one agent of the pool and one role. Progress goe
 (on a terminal the reply streams under its turn's line; -v prints every finished turn's text);
 stdout gets only the final answer (or JSON with --json / --jsonl).
 
-Example: trinity solve problem.md --pool ldb-humaneval -v > answer.py
+\b
+Example: trinity solve problem.md -v > answer.py
 
 Exit codes: 0 accepted; 2 usage or unreadable input; 3 configuration (pool, weights, keys,
 --offline); 4 provider error; 5 budget; 6 turn limit, no answer or tests failed; 130
-interrupted; 1 bug.
+interrupted; 141 stdout closed before the answer was written; 1 bug. A closed stderr only
+silences the display.
 
 Execution check: with --tests FILE (plain asserts or test_* functions; or a .json list of
 {"input": ..., "output": ...} stdin/stdout cases), or else the problem's doctest examples (>>>
@@ -46,6 +49,7 @@ MAX_PROBLEM_BYTES = 1_000_000
 NO_PROBLEM = "no problem given: name a file or pipe it in (see `trinity solve --help`)"
 EXIT_CODES = {"accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, "no_answer": 6,
               "tests_failed": 6, "interrupted": 130}
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: whoever read stdout stopped reading
 
 
 def solve(
@@ -117,11 +121,15 @@ def solve(
         max_turns=max_turns, budget=budget, sample_seed=seed if sample else None,
         on_event=fan_out(sinks), check=None if suite is None else suite.run,
     )
-    if json_out:
-        print(json.dumps(episode_json(result, pool_cfg.names, suite, budget), indent=2))
-    elif not jsonl_out and result.answer:
-        sys.stdout.write(result.answer)
-    sys.stdout.flush()
+    try:
+        if json_out:
+            print(json.dumps(episode_json(result, pool_cfg.names, suite, budget), indent=2))
+        elif not jsonl_out and result.answer:
+            sys.stdout.write(result.answer)
+        sys.stdout.flush()
+    except BrokenPipeError:  # stdout went away (`| head`): exit as Unix tools do, without a word
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     if result.error and not quiet:
         stderr.print(f"error: {result.error}", markup=False, highlight=False)
     overrun = budget.overrun_warning()

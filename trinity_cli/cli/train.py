@@ -58,6 +58,7 @@ exits without loading the coordinator, calling an agent or writing a file.
 The run is written to the run log as one summary row (see `trinity logs`), also when it stops
 early; --no-log or TRINITY_NO_LOG=1 turns that off.
 
+\b
 Example: trinity train --pool ldb-mbpp --tasks mbpp --dry-run"""
 
 
