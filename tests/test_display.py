@@ -87,7 +87,8 @@ def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(work
 
 def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_cursor_back(workdir, streaming_server):
     plan = openai_stream("First a plan.", pieces=1)
-    streaming_server.responses[:] = [plan, openai_stream(REPLY, pieces=PIECES, gap_s=GAP_S)]
+    slow = openai_stream(REPLY, pieces=3 * PIECES, gap_s=GAP_S)  # ~10 s: Ctrl-C lands mid-stream on a busy machine too
+    streaming_server.responses[:] = [plan, slow]
     (workdir / "pool.toml").write_text((workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', ""))
     master, slave = os.openpty()
     proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",

@@ -118,3 +118,20 @@ def test_parallel_calls_to_one_agent_are_bounded_by_max_concurrency(server):
         replies = list(pool.map(lambda _: retrying.complete(REQUEST), range(8)))
     assert all("return a + b" in r.text for r in replies)
     assert server.max_in_flight == 2 and len(server.requests) == 8
+
+
+def test_a_ctrl_c_masked_by_an_sdks_cleanup_is_an_interruption_not_a_provider_error():
+    from trinity_cli.providers.errors import classify
+
+    spec = AgentSpec(name="a", provider="openai", model="m")
+    def reading_a_stream() -> None:
+        try:
+            raise KeyboardInterrupt  # Ctrl-C mid-read
+        finally:
+            raise ConnectionResetError("closing a half-read stream")  # what an SDK's cleanup does
+
+    with pytest.raises(ConnectionResetError) as masked:
+        reading_a_stream()
+    with pytest.raises(KeyboardInterrupt):
+        classify(masked.value, spec)
+    assert classify(ConnectionResetError("reset"), spec).kind == "network"  # without the interrupt: as before

@@ -11,6 +11,16 @@ from trinity_cli.errors import ProviderError, redact
 MESSAGE_CHARS = 400
 
 
+def _interrupted(exc: BaseException | None) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _status(exc: BaseException) -> int | None:
     for attr in ("status_code", "code", "status"):
         value = getattr(exc, attr, None)
@@ -39,7 +49,13 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
-    """auth | rate_limit | bad_request | server | network, from the HTTP status or the type."""
+    """auth | rate_limit | bad_request | server | network, from the HTTP status or the type.
+
+    A Ctrl-C that an SDK's cleanup masked (closing a half-read stream raises its own error, with
+    the KeyboardInterrupt as its context) is raised again as what it was: an interruption, not
+    a provider error."""
+    if _interrupted(exc):
+        raise KeyboardInterrupt from exc
     if isinstance(exc, ProviderError):
         return exc
     status = _status(exc)
