@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import subprocess
 import threading
 import time
@@ -32,23 +31,24 @@ def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[list
                             cwd=cwd, env={**os.environ, "TERM": "xterm", "COLUMNS": "120", **env})
     os.close(slave)
     chunks: list[tuple[float, bytes]] = []
-
-    def read() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                return
-            if not data:
-                return
-            chunks.append((time.monotonic(), data))
-
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(target=drain, args=(master, chunks, True))
     reader.start()
     stdout, _ = proc.communicate(timeout=300)
     reader.join(timeout=10)
     os.close(master)
     return chunks, stdout.decode(), proc.returncode
+
+
+def drain(master: int, chunks: list, timed: bool = False) -> None:
+    """Read a terminal until the child closes it, each chunk (with its arrival time if `timed`)."""
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            return
+        if not data:
+            return
+        chunks.append((time.monotonic(), data) if timed else data)
 
 
 def first_seen(chunks: list[tuple[float, bytes]], needle: bytes) -> float | None:
@@ -95,20 +95,18 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
                              "--json"], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, cwd=workdir,
                             env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY})
     os.close(slave)
-    seen = b""
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=drain, args=(master, chunks))  # a terminal nobody reads would block the display
+    reader.start()
     deadline = time.monotonic() + 120
-    while b"read the problem closely" not in ANSI.sub(b"", seen) and time.monotonic() < deadline:
-        if select.select([master], [], [], 1.0)[0]:
-            seen += os.read(master, 4096)
-    assert b"read the problem closely" in ANSI.sub(b"", seen), seen  # the second turn is streaming
+    while b"read the problem closely" not in ANSI.sub(b"", b"".join(chunks)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert b"read the problem closely" in ANSI.sub(b"", b"".join(chunks))  # the second turn is streaming
     proc.send_signal(2)  # SIGINT, as Ctrl-C sends
     stdout, _ = proc.communicate(timeout=60)
-    try:
-        while data := os.read(master, 4096):
-            seen += data
-    except OSError:
-        pass
+    reader.join(timeout=10)
     os.close(master)
+    seen = b"".join(chunks)
     assert proc.returncode == 130
     report = json.loads(stdout)
     assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == ["First a plan."]
