@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -91,9 +92,13 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
     streaming_server.responses[:] = [plan, slow]
     (workdir / "pool.toml").write_text((workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', ""))
     master, slave = os.openpty()
-    proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
-                             "--json"], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, cwd=workdir,
-                            env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY})
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a child of a suite run in the background
+    try:  # would inherit SIGINT ignored (test_bad_inputs' Ctrl-C test says why); a handled one resets to default
+        proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns",
+                                 "3", "--json"], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+                                cwd=workdir, env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     os.close(slave)
     chunks: list[bytes] = []
     reader = threading.Thread(target=drain, args=(master, chunks))  # a terminal nobody reads would block the display
@@ -102,12 +107,12 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
     while b"read the problem closely" not in ANSI.sub(b"", b"".join(chunks)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert b"read the problem closely" in ANSI.sub(b"", b"".join(chunks))  # the second turn is streaming
-    proc.send_signal(2)  # SIGINT, as Ctrl-C sends
+    proc.send_signal(signal.SIGINT)  # as Ctrl-C sends
     stdout, _ = proc.communicate(timeout=60)
     reader.join(timeout=10)
     os.close(master)
     seen = b"".join(chunks)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, (stdout[-1500:], ANSI.sub(b"", seen)[-1500:])
     report = json.loads(stdout)
     assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == ["First a plan."]
     assert seen.rfind(b"\x1b[?25h") > seen.rfind(b"\x1b[?25l")  # the live display showed the cursor again
