@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from learning import (
+from support.learning import (
     SETTINGS_FILE,
     PermutedCoordinator,
     chosen_settings,

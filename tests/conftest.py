@@ -88,11 +88,11 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def llama_server(gguf_path: Path):
     """A real `python -m llama_cpp.server` on 127.0.0.1 serving the embedded GGUF (through
-    wire/llama_server.py, which keeps llama.cpp's crashing AMX kernels out)."""
+    support/wire/llama_server.py, which keeps llama.cpp's crashing AMX kernels out)."""
     port = free_port()
     log = open(_HOME / "llama-server.log", "wb")  # noqa: SIM115 - the server writes to it until the session ends
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "wire" / "llama_server.py"), "--model", str(gguf_path), "--host", "127.0.0.1",
+        [sys.executable, str(Path(__file__).parent / "support" / "wire" / "llama_server.py"), "--model", str(gguf_path), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "2048", "--chat_format", "chatml"],
         stdout=log, stderr=subprocess.STDOUT,
     )

@@ -18,8 +18,8 @@ except ImportError:  # Python 3.10
 
 import pytest
 from conftest import free_port
-from test_cli import TRINITY
-from wire.server import Scripted, WireServer, openai_stream
+from support.cli import TRINITY
+from support.wire.server import Scripted, WireServer, openai_stream
 
 CORPUS = Path(__file__).resolve().parent / "bad_inputs"
 CASES = tomllib.loads((CORPUS / "cases.toml").read_text())["case"]

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_failure, trinity
+from support.cli import assert_clean_failure, trinity
 
 from trinity_cli.cli.train import DEFAULTS
 from trinity_cli.tasks.taskset import Task, load_humaneval, select_split

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
-from test_cli import trinity
-from test_provider_gemini import chunk
-from test_provider_gemini import spec as gemini_spec
-from wire.server import Scripted, WireServer, openai_stream
+from support.cli import trinity
+from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.wire.server import Scripted, WireServer, gemini_chunk, openai_stream
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.budget import Budget
@@ -44,8 +42,9 @@ def test_reasoning_tokens_bill_as_output():
     wire = WireServer()
     try:
         usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "thoughtsTokenCount": 100, "totalTokenCount": 115}
-        wire.responses.append(Scripted(200, json.dumps(chunk("ok", usage)).encode()))
-        reply = GeminiProvider(gemini_spec(wire.url)).complete(Request(Role.WORKER, "s", "u"))
+        wire.responses.append(Scripted(200, json.dumps(gemini_chunk("ok", usage)).encode()))
+        reply = GeminiProvider(AgentSpec(name="gem", provider="gemini", model="gemini-test", base_url=wire.url,
+                                           price_in=1.0, price_out=2.0, max_tokens=50)).complete(Request(Role.WORKER, "s", "u"))
     finally:
         wire.close()
     assert reply.tokens_out == 105 and reply.usd == pytest.approx((10 * 1.0 + 105 * 2.0) / 1e6)
@@ -182,7 +181,7 @@ def test_the_cli_warns_of_a_call_that_cost_more_than_it_reserved(workdir, server
 
 
 def test_eval_under_a_budget_stops_with_the_rows_finished_so_far(workdir):
-    from test_cli import SIM_POOL
+    from support.cli import SIM_POOL
 
     from trinity_cli.tasks.taskset import load_humaneval
 

@@ -4,38 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TRINITY = shutil.which("trinity") or "trinity"
-
-FAST_POOL = """
-[defaults]
-provider = "local"
-model = "embedded"
-mode = "completion"
-max_tokens = 12
-n_ctx = 2048
-
-[[agents]]
-name = "gemma-greedy"
-temperature = 0.0
-
-[[agents]]
-name = "gemma-t08"
-temperature = 0.8
-"""
-
-PROBLEM = EXAMPLES / "add.md"
-
-
-def trinity(*args: str, stdin: str | None = None, cwd: Path | None = None, timeout: int = 300):
-    return subprocess.run([TRINITY, *args], input=stdin, capture_output=True, check=False, text=True, timeout=timeout, cwd=cwd)
+from support.cli import (
+    EXAMPLES,
+    FAST_POOL,
+    PROBLEM,
+    SIM_POOL,
+    TRINITY,
+    assert_clean_failure,
+    every_command,
+    trinity,
+)
 
 
 @pytest.fixture()
@@ -43,23 +26,6 @@ def fast_pool(workdir: Path) -> Path:
     path = workdir / "fast.toml"
     path.write_text(FAST_POOL)
     return path
-
-
-def assert_clean_failure(result, code: int, fragment: str):
-    assert result.returncode == code, result.stderr
-    assert fragment in result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stdout == ""
-    assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
-
-
-def every_command() -> list[list[str]]:
-    """Each command and subcommand of the app, as argv (read from the app, not listed by hand)."""
-    from trinity_cli.cli import app
-    from trinity_cli.cli.logs import app as logs_app
-
-    commands = [[c.name] for c in app.registered_commands] + [[g.name] for g in app.registered_groups]
-    return commands + [["logs", c.name] for c in logs_app.registered_commands]
 
 
 @pytest.mark.parametrize("command", every_command(), ids=" ".join)
@@ -237,9 +203,6 @@ def test_pool_lists_agents_and_usability(workdir):
     details = {a["name"]: a for a in json.loads(result.stdout)["agents"]}
     assert not details["gpt"]["usable"] and "OPENAI_API_KEY" in details["gpt"]["detail"]
     assert not details["file"]["usable"] and "missing" in details["file"]["detail"]
-
-
-SIM_POOL = EXAMPLES / "sim-pool.toml"
 
 
 def test_train_then_eval_on_a_small_task_file(workdir):

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_failure, trinity
+from support.cli import assert_clean_failure, trinity
 
 from trinity_cli.core.roles import STDIN_PROGRAM_NOTE, Role, system_prompt
 from trinity_cli.errors import TaskFileError

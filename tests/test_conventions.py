@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_cli import PROBLEM, SIM_POOL, TRINITY, assert_clean_failure, trinity
-from wire.server import WireServer
+from support.cli import PROBLEM, SIM_POOL, TRINITY, assert_clean_failure, trinity
+from support.wire.server import WireServer
 
 from trinity_cli.tasks.taskset import load_humaneval, select_split
 

@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import numpy as np
-from test_cli import SIM_POOL, TRINITY
+from support.cli import SIM_POOL, TRINITY
 
 from trinity_cli.tasks.taskset import load_humaneval
 

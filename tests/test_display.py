@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli import FAST_POOL, PROBLEM, TRINITY, trinity
-from wire.server import WireServer, openai_stream
+from support.cli import FAST_POOL, PROBLEM, TRINITY, trinity
+from support.wire.server import WireServer, openai_stream
 
 KEY = "sk-planted-0123456789abcdef"
 REPLY = ("First I read the problem closely.\nThe key I was given is " + KEY + " and I keep it.\n"
@@ -144,7 +144,7 @@ def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
 
 
 def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
-    from test_cli import SIM_POOL
+    from support.cli import SIM_POOL
 
     from trinity_cli.tasks.taskset import load_humaneval
 

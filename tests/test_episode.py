@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import Agent, run_episode

@@ -8,7 +8,7 @@ import importlib.util
 import json
 import shutil
 
-from test_cli import EXAMPLES, trinity
+from support.cli import EXAMPLES, trinity
 
 from trinity_cli.weights import shipped_dir
 

@@ -9,14 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cli import EXAMPLES, trinity
+from support.cli import SIM_POOL, trinity
 
 from trinity_cli.config import load_pool
 from trinity_cli.errors import ConfigError
 from trinity_cli.runtime import choose_policy
 from trinity_cli.weights import shipped_dir, user_heads_dir
 
-SIM_POOL = EXAMPLES / "sim-pool.toml"
 SHIPPED_SIM = shipped_dir() / "sim-pool.npz"
 
 

@@ -1,5 +1,5 @@
 """Routing that reads the task beats the best hand-built plan: the kinds record of
-`learnable_record.py` (two kinds of short task, two models, each right on 90 % of its kind of
+`support/learnable_record.py` (two kinds of short task, two models, each right on 90 % of its kind of
 task and 20 % of the other, visible tests that catch half the wrong programs, equal prices,
 three turns), the real Gemma coordinator, real grading and sandboxed visible tests.
 
@@ -17,7 +17,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from learnable_record import (
+from support.cli import trinity
+from support.learnable_record import (
     KIND_CAUGHT,
     KIND_MODELS,
     KIND_RIGHT,
@@ -31,7 +32,6 @@ from learnable_record import (
     write_kinds,
     wrong,
 )
-from test_cli import trinity
 
 from trinity_cli.config import load_pool
 from trinity_cli.core.head import PlanPolicy

@@ -1,5 +1,6 @@
 """The architecture seen from the tree holds in the imports: each layer imports only the layers
 below it, `core/` imports nothing but itself and `errors`, and `core/` has no internal cycle.
+Tests share code through `tests/support/` only: no test module imports another.
 
 Every import counts: inside functions and under `TYPE_CHECKING` too. The planted tests show
 the check failing on a violation.
@@ -124,3 +125,29 @@ def test_a_planted_cycle_in_core_is_caught(tmp_path):
     copy = planted(tmp_path, "core/records.py", "from trinity_cli.core import episode")
     assert any(p.startswith("cycle in core:") and "core.episode" in p and "core.records" in p
                for p in violations(copy))
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def imports_of_test_modules(tests: Path) -> list[str]:
+    """`file imports test_x` for every import of a test module by any file under `tests`."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(tests)} imports {name}" for name in names
+                      if name.split(".")[-1].startswith("test_")]
+    return found
+
+
+def test_no_test_module_imports_another():
+    assert imports_of_test_modules(TESTS) == []
+
+
+def test_a_planted_import_of_a_test_module_is_caught(tmp_path):
+    (tmp_path / "support").mkdir()
+    (tmp_path / "test_a.py").write_text("def f():\n    from test_b import helper\n")
+    (tmp_path / "support" / "x.py").write_text("import support.test_c as c\n")
+    assert imports_of_test_modules(tmp_path) == ["support/x.py imports support.test_c", "test_a.py imports test_b"]

@@ -1,4 +1,4 @@
-"""Learning on a recorded pool: the documented synthetic record of `learnable_record.py`, the
+"""Learning on a recorded pool: the documented synthetic record of `support/learnable_record.py`, the
 real Gemma coordinator, real grading. Trained on its train split, scored once on its test split:
 the head must beat its best single agent by 2 standard errors, and the permuted-state control
 (same head training, each task reading another task's state) must not."""
@@ -6,8 +6,15 @@ the head must beat its best single agent by 2 standard errors, and the permuted-
 from __future__ import annotations
 
 import pytest
-from learnable_record import MODELS, family, learnable_tasks, program, right, write_learnable
-from learning import PermutedCoordinator, chosen_settings, train_and_score
+from support.learnable_record import (
+    MODELS,
+    family,
+    learnable_tasks,
+    program,
+    right,
+    write_learnable,
+)
+from support.learning import PermutedCoordinator, chosen_settings, train_and_score
 
 from trinity_cli.config import load_pool
 from trinity_cli.providers.cache import ResponseStore

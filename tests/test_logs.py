@@ -15,9 +15,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
-from test_cli import TRINITY, trinity
-from wire.server import WireServer, openai_stream
+from support.cli import TRINITY, trinity
+from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.wire.server import WireServer, openai_stream
 
 from trinity_cli.cli.display import episode_json
 from trinity_cli.config import parse_pool
@@ -88,8 +88,8 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
 def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
     """A solve checked by the problem's doctest examples: a wrong answer accepted (tests FAILED,
     the ACCEPT overruled), one that does not parse accepted (syntax FAILED), then a right one."""
-    from test_solve_checks import ACCEPT as VERIFIER_ACCEPT
-    from test_solve_checks import BROKEN, PROBLEM_TEXT, RIGHT, WRONG
+    from support.scripted import ACCEPT as VERIFIER_ACCEPT
+    from support.scripted import BROKEN, PROBLEM_TEXT, RIGHT, WRONG
 
     (workdir / "add.md").write_text(PROBLEM_TEXT)
     replies = [PLAN, WRONG, VERIFIER_ACCEPT, PLAN, BROKEN, VERIFIER_ACCEPT, PLAN, RIGHT, VERIFIER_ACCEPT]
@@ -371,7 +371,7 @@ def test_bare_logs_lists_and_help_documents_exit_codes(home):
 
 
 def test_eval_is_one_summary_row(workdir, home):
-    from test_cli import SIM_POOL
+    from support.cli import SIM_POOL
 
     from trinity_cli.tasks.taskset import load_humaneval
 
@@ -393,7 +393,7 @@ def test_eval_is_one_summary_row(workdir, home):
 
 def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
     """A real tiny train (a dry run would log nothing anyway): --no-log first, then the control."""
-    from test_head_precedence import SIM_POOL
+    from support.cli import SIM_POOL
 
     from trinity_cli.tasks.taskset import load_humaneval, select_split
 

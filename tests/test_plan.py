@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent, run_episode

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from wire.server import Scripted, WireServer, sse
+from support.wire.server import Scripted, WireServer, sse
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request

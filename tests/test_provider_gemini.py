@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from wire.server import Scripted, WireServer, sse
+from support.wire.server import Scripted, WireServer, gemini_chunk, sse
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request
@@ -32,19 +32,9 @@ def lower(headers: dict) -> dict:
     return {k.lower(): v for k, v in headers.items()}
 
 
-def chunk(text: str, usage: dict | None = None, finish: str = "STOP") -> dict:
-    """A response chunk; the one with usage is the stream's last, with the candidate's `finish` reason."""
-    out = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
-           "modelVersion": "gemini-test"}
-    if usage:
-        out["usageMetadata"] = usage
-        out["candidates"][0]["finishReason"] = finish
-    return out
-
-
 def test_plain_reply_with_usage_and_cost(server):
     usage = {"promptTokenCount": 40, "candidatesTokenCount": 9, "totalTokenCount": 49}
-    server.responses.append(Scripted(200, json.dumps(chunk("Use slicing.", usage)).encode()))
+    server.responses.append(Scripted(200, json.dumps(gemini_chunk("Use slicing.", usage)).encode()))
     reply = GeminiProvider(spec(server.url)).complete(REQUEST)
     assert reply.text == "Use slicing."
     assert (reply.tokens_in, reply.tokens_out, reply.usd_estimated) == (40, 9, False)
@@ -57,7 +47,7 @@ def test_plain_reply_with_usage_and_cost(server):
 
 def test_streamed_reply_arrives_in_pieces_with_usage(server):
     usage = {"promptTokenCount": 33, "candidatesTokenCount": 7, "totalTokenCount": 40}
-    events = [(None, chunk("Use ")), (None, chunk("slicing.", usage))]
+    events = [(None, gemini_chunk("Use ")), (None, gemini_chunk("slicing.", usage))]
     server.responses.append(Scripted(200, sse(events), "text/event-stream"))
     pieces = []
     reply = GeminiProvider(spec(server.url)).complete(REQUEST, on_text=pieces.append)
@@ -70,16 +60,16 @@ def test_streamed_reply_arrives_in_pieces_with_usage(server):
 @pytest.mark.parametrize("finish,truncated", [("MAX_TOKENS", True), ("STOP", False)])
 def test_a_reply_that_finished_for_max_tokens_is_truncated(server, finish, truncated):
     usage = {"promptTokenCount": 33, "candidatesTokenCount": 50, "totalTokenCount": 83}
-    server.responses.append(Scripted(200, sse([(None, chunk("Use ")), (None, chunk("slic", usage, finish))]),
+    server.responses.append(Scripted(200, sse([(None, gemini_chunk("Use ")), (None, gemini_chunk("slic", usage, finish))]),
                                      "text/event-stream"))
     reply = GeminiProvider(spec(server.url)).complete(REQUEST, on_text=lambda text: None)
     assert reply.text == "Use slic" and reply.truncated is truncated
-    server.responses.append(Scripted(200, json.dumps(chunk("Use slic", usage, finish)).encode()))
+    server.responses.append(Scripted(200, json.dumps(gemini_chunk("Use slic", usage, finish)).encode()))
     assert GeminiProvider(spec(server.url)).complete(REQUEST).truncated is truncated
 
 
 def test_missing_usage_is_estimated_and_flagged(server):
-    server.responses.append(Scripted(200, json.dumps(chunk("some text here")).encode()))
+    server.responses.append(Scripted(200, json.dumps(gemini_chunk("some text here")).encode()))
     reply = GeminiProvider(spec(server.url)).complete(REQUEST)
     assert reply.usd_estimated and reply.tokens_out > 0
 
@@ -97,11 +87,11 @@ def test_error_replies_become_one_classified_provider_error(server, status, kind
 def test_key_falls_back_from_gemini_to_google_api_key(server, monkeypatch):
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key-456")
     usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
-    server.responses.append(Scripted(200, json.dumps(chunk("ok", usage)).encode()))
+    server.responses.append(Scripted(200, json.dumps(gemini_chunk("ok", usage)).encode()))
     GeminiProvider(spec(server.url)).complete(REQUEST)
     assert lower(server.requests[0]["headers"]).get("x-goog-api-key") == "g-key-456"
     monkeypatch.setenv("GEMINI_API_KEY", "gem-key-789")
-    server.responses.append(Scripted(200, json.dumps(chunk("ok", usage)).encode()))
+    server.responses.append(Scripted(200, json.dumps(gemini_chunk("ok", usage)).encode()))
     GeminiProvider(spec(server.url)).complete(REQUEST)
     assert lower(server.requests[1]["headers"]).get("x-goog-api-key") == "gem-key-789"
 

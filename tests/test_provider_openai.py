@@ -7,8 +7,8 @@ import json
 
 import pytest
 from conftest import free_port
-from test_cli import trinity
-from wire.server import Scripted, WireServer, openai_reasoning_check, openai_stream
+from support.cli import trinity
+from support.wire.server import Scripted, WireServer, openai_reasoning_check, openai_stream
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request

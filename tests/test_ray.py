@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import free_port
-from test_cli import SIM_POOL, TRINITY
+from support.cli import SIM_POOL, TRINITY
 
 from trinity_cli.bench import LoopbackAgent
 from trinity_cli.tasks.taskset import load_humaneval

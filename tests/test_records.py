@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_cli import trinity
+from support.cli import trinity
 
 from trinity_cli import bundled
 from trinity_cli.errors import ConfigError, TaskFileError

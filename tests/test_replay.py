@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import assert_clean_failure, trinity
+from support.cli import assert_clean_failure, trinity
 
 from trinity_cli.config import load_pool, parse_pool
 from trinity_cli.core.episode import run_episode

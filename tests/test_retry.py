@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from wire.server import Scripted, WireServer, openai_json, openai_stream
+from support.wire.server import Scripted, WireServer, openai_json, openai_stream
 
 from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request

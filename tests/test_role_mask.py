@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 
 from trinity_cli.config import parse_pool
 from trinity_cli.core.episode import Agent, role_mask, run_episode

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_cli import trinity
-from wire.server import WireServer, openai_stream
+from support.cli import trinity
+from support.wire.server import WireServer, openai_stream
 
 from trinity_cli.cli.solve import NO_EXAMPLES, read_problem
 from trinity_cli.core.roles import STDIN_PROGRAM_NOTE

@@ -10,8 +10,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from test_cli import TRINITY
-from wire.server import Scripted, WireServer, openai_stream
+from support.cli import TRINITY
+from support.wire.server import Scripted, WireServer, openai_stream
 
 from trinity_cli.tasks.taskset import load_humaneval
 

@@ -6,9 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
-from test_cli import trinity
-from wire.server import WireServer, openai_stream
+from support.cli import trinity
+from support.scripted import (
+    ACCEPT,
+    BROKEN,
+    PROBLEM_TEXT,
+    RIGHT,
+    WRONG,
+    CountingCoordinator,
+    ScriptedPolicy,
+    ScriptedProvider,
+)
+from support.wire.server import WireServer, openai_stream
 
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.roles import Role
@@ -17,24 +26,6 @@ from trinity_cli.errors import UsageError
 from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
 
 T, W, V = Role.THINKER, Role.WORKER, Role.VERIFIER
-PROBLEM_TEXT = """# Add
-
-Write `add(a, b)`.
-
-```python
-def add(a: int, b: int) -> int:
-    \"\"\"Return a + b.
-
-    >>> add(2, 3)
-    5
-    >>> add(-1, 1)
-    0
-    \"\"\"
-```
-"""
-WRONG = "```python\ndef add(a, b):\n    return a * b\n```"
-RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"
-ACCEPT = "Looks right. <verdict>ACCEPT</verdict>"
 
 
 def test_doctest_examples_are_found_and_judge_answers():
@@ -97,9 +88,6 @@ def test_a_failing_answer_at_the_end_is_tests_failed():
     result, _ = run([WRONG, ACCEPT], [(0, W), (0, V)], 2)
     assert result.verdict == "tests_failed"
     assert result.verifier_verdict == "accept" and not result.check.passed
-
-
-BROKEN = "```python\ndef add(a, b):\n    return a +\n```"
 
 
 def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():

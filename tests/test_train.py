@@ -1,6 +1,6 @@
 """Training end to end on the example sim pool with the real Gemma coordinator.
 
-The learning claim follows the honest protocol of `learning.py`: settings chosen on a
+The learning claim follows the honest protocol of `support/learning.py`: settings chosen on a
 validation slice of the train split (tests/learning_settings.json), the head trained on the
 rest, the test split scored once, and a control that keeps real states but permutes them across
 tasks. Session-scoped runs (and one hidden-state memo) are shared by the tests, so the suite
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from learning import (
+from support.learning import (
     SETTINGS_FILE,
     PermutedCoordinator,
     chosen_settings,
@@ -176,7 +176,7 @@ def test_a_budget_that_cannot_pay_for_the_start_writes_nothing(sim):
 def test_workers_overlap_remote_calls_and_leave_the_result_unchanged(sim, tmp_path):
     """Through the real OpenAI SDK against a slow loopback server: 4 workers keep several calls
     in flight, 1 worker keeps one, and both runs reach the same head."""
-    from wire.server import WireServer, openai_stream
+    from support.wire.server import WireServer, openai_stream
 
     from trinity_cli.config import AgentSpec
 

@@ -10,9 +10,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
-from test_cli import FAST_POOL, trinity
-from wire.server import WireServer, openai_stream
+from support.cli import FAST_POOL, trinity
+from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.wire.server import WireServer, openai_stream
 
 from trinity_cli.cli.display import CutWarnings, JsonlWriter, episode_json, fan_out
 from trinity_cli.config import AgentSpec

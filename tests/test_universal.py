@@ -1,4 +1,4 @@
-"""The pool-agnostic head on the documented synthetic record (`learnable_record.py`): trained
+"""The pool-agnostic head on the documented synthetic record (`support/learnable_record.py`): trained
 on pools drawn from three agents, it must route a pool of three OTHER agents above that pool's
 best single agent on held-out tasks, from their profiles alone (≥ 2 SE, fixed seeds); with the
 profiles shuffled between those agents (a derangement) it must not. Then the product path:
@@ -11,8 +11,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from learnable_record import MODELS, OTHER_MODELS, learnable_tasks, program, right, write_learnable
-from test_cli import assert_clean_failure, trinity
+from support.cli import assert_clean_failure, trinity
+from support.learnable_record import (
+    MODELS,
+    OTHER_MODELS,
+    learnable_tasks,
+    program,
+    right,
+    write_learnable,
+)
 
 from trinity_cli.config import load_pool
 from trinity_cli.core.head import UniversalHead
@@ -27,7 +34,7 @@ from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings
 from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
 from trinity_cli.train.runner import LocalRunner, Players
-from trinity_cli.train.universal import measure_profiles, train_universal
+from trinity_cli.train.universal import input_space, measure_profiles, train_universal
 from trinity_cli.weights import load_head, save_head, universal_metadata
 
 # fixed before any run on this record: the recorded pools' starting settings, one Worker pick
@@ -57,7 +64,7 @@ def universal(tmp_path_factory, memo):
         return rows, paired_margin(rows["universal"].passes, rows[report["best_single"]].passes)
 
     return {"root": root, "memo": memo, "tasks": tasks, "test": test, "calibration": calibration, "trained": trained,
-            "other_pool": other_pool, "measured": measured, "profiles": profiles, "grader": grader,
+            "train_pool": train_pool, "other_pool": other_pool, "measured": measured, "profiles": profiles, "grader": grader,
             "routed": scored(profiles), "shuffled": scored(profiles[[1, 2, 0]])}
 
 
@@ -78,7 +85,7 @@ def test_the_head_scores_agents_by_profile_alone_for_any_pool_size(universal):
     """Parameters independent of L; reordering the agents reorders their probabilities."""
     head = universal["trained"].head
     k, size = head.basis.shape[0], head.profiles.shape[1]
-    assert head.params.size == UniversalHead.size(k, size)
+    assert head.params.size == UniversalHead.size(k, size, SETTINGS.max_turns)
     hidden = universal["trained"].head.mean + 1.0
     rng = np.random.default_rng(0)
     for n in (1, 3, 7):
@@ -86,6 +93,29 @@ def test_the_head_scores_agents_by_profile_alone_for_any_pool_size(universal):
         probs = head.for_pool(rows).choose(hidden, 1).agent_probs
         order = rng.permutation(n)
         assert np.allclose(head.for_pool(rows[order]).choose(hidden, 1).agent_probs, probs[order])
+
+
+def test_the_start_plays_loop_of_the_best_agent_by_profile_on_any_pool(universal):
+    """At three turns the search starts from the plan a user would write for a pool nobody trained
+    on: the agent with the best profiled pass rate answers, the cheapest verifies, it answers again
+    on a REJECT. Its choices are the `loop:` row's on every task (equal passes; the Verifier is the
+    cheapest by profile, so $ may differ where answers' lengths reorder prices); and training
+    never returns a head that scores below its start on the training tasks."""
+    train = select_split(universal["tasks"], "train")
+    pool = build_agents(load_pool(str(universal["train_pool"])).agents, universal["tasks"])
+    start = input_space(train, pool, universal["memo"], SETTINGS.project, skill_weight=0.0, max_turns=3)
+    assert start.basis.tobytes() == universal["trained"].head.basis.tobytes()  # the space profiles were measured in
+    others = build_agents(load_pool(str(universal["other_pool"])).agents, universal["tasks"])
+    best = OTHER_MODELS[int(np.argmax([p.pass_rate for p in universal["measured"]]))]
+    test = universal["test"][:12]
+    report = evaluate(test, others, [HeadUnderTest("start", start.for_pool(universal["profiles"]), universal["memo"])],
+                      universal["grader"], max_turns=3, baselines=("loop",))
+    rows = {r.policy: r for r in report.pop("_rows")}
+    assert rows["start"].passes == rows[f"loop:{best}"].passes
+    assert all(rows["start"].passes != rows[f"loop:{m}"].passes for m in OTHER_MODELS if m != best)  # it can fail
+    assert 2 < rows["start"].mean_turns <= 3
+    training = universal["trained"].training
+    assert np.isfinite(training.start.fitness) and training.fitness >= training.start.fitness
 
 
 def test_profile_of_a_replay_pool_is_exact(universal):

@@ -182,13 +182,12 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
             raise ConfigError(f"weights {path}: array {key!r} is missing")
     weights, mean, std = arrays["weights"], arrays["mean"], arrays["std"]
     basis = arrays.get("basis")
-    turns = arrays.get("turn_features", np.array(0))
+    turns = _turn_features(path, arrays)
     d = meta.get("hidden_size")
     n_agents = len(meta.get("agents", []))
     k = d if basis is None else basis.shape[0]
     if (
-        turns.shape != () or not 0 <= int(turns) <= 1000
-        or weights.shape != (n_agents + N_ROLES, (k or 0) + int(turns))
+        weights.shape != (n_agents + N_ROLES, (k or 0) + turns)
         or mean.shape != (d,)
         or std.shape != (d,)
         or (basis is not None and basis.shape != (k, d))
@@ -200,7 +199,17 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
             f"({n_agents}+{N_ROLES}, {k}+{turns}) for {n_agents} agents, hidden size {d} and {turns} turn features)"
         )
     return LinearHead(weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis,
-                      int(turns)), meta
+                      turns), meta
+
+
+def _turn_features(path: Path, arrays: dict[str, Any]) -> int:
+    """T of a head with turn indicators (0 for heads saved before them)."""
+    import numpy as np
+
+    turns = arrays.pop("turn_features", np.array(0))
+    if turns.shape != () or not 0 <= int(turns) <= 1000:
+        raise ConfigError(f"weights {path}: 'turn_features' must be one count of turns")
+    return int(turns)
 
 
 def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
@@ -216,14 +225,14 @@ def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
     missing = [k for k in ("params", "mean", "std", "basis") if k not in arrays]
     if missing:
         raise ConfigError(f"weights {path}: array {missing[0]!r} is missing")
-    basis, size = arrays["basis"].astype(np.float64), int(profile.get("size", 0))
+    basis, size, turns = arrays["basis"].astype(np.float64), int(profile.get("size", 0)), _turn_features(path, arrays)
     k, d = basis.shape
-    if (arrays["params"].shape != (UniversalHead.size(k, size),) or arrays["mean"].shape != (d,)
+    if (arrays["params"].shape != (UniversalHead.size(k, size, turns),) or arrays["mean"].shape != (d,)
             or d != meta.get("hidden_size") or not all(np.isfinite(a).all() for a in arrays.values())):
         raise ConfigError(f"weights {path}: arrays do not fit the metadata (a universal head of {k} components, "
-                          f"profiles of {size} values, hidden size {meta.get('hidden_size')})")
+                          f"{turns} turn features, profiles of {size} values, hidden size {meta.get('hidden_size')})")
     head = UniversalHead(arrays["params"].astype(np.float64), arrays["mean"].astype(np.float64),
-                         arrays["std"].astype(np.float64), basis, np.zeros((0, size)))
+                         arrays["std"].astype(np.float64), basis, np.zeros((0, size)), turns)
     if basis_sha256(head) != profile.get("basis_sha256"):
         raise ConfigError(f"weights {path}: its basis does not match the basis_sha256 of its metadata")
     return head
@@ -257,8 +266,8 @@ def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
         arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
         if head.basis is not None:
             arrays["basis"] = head.basis
-        if head.turn_features:
-            arrays["turn_features"] = np.array(head.turn_features, dtype=np.int64)
+    if getattr(head, "turn_features", 0):
+        arrays["turn_features"] = np.array(head.turn_features, dtype=np.int64)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
         np.savez(handle, **arrays)

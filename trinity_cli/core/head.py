@@ -16,7 +16,7 @@ any backbone. Fixed policies (the untrained fallback pipeline, random) share the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -29,6 +29,14 @@ N_ROLES = len(ROLE_ORDER)
 def softmax(x: np.ndarray) -> np.ndarray:
     z = np.exp(x - np.max(x))
     return z / z.sum()
+
+
+def turn_indicators(turn: int, count: int) -> np.ndarray:
+    """e(turn): `count` indicators of turns 1..count, later turns counting as the last."""
+    indicators = np.zeros(count)
+    if count:
+        indicators[min(max(turn, 1), count) - 1] = 1.0
+    return indicators
 
 
 @dataclass(frozen=True)
@@ -69,16 +77,10 @@ class LinearHead:
         z = (np.asarray(hidden, dtype=np.float64) - self.mean) / self.std
         return z if self.basis is None else self.basis @ z
 
-    def turn_indicators(self, turn: int) -> np.ndarray:
-        indicators = np.zeros(self.turn_features)
-        if self.turn_features:
-            indicators[min(max(turn, 1), self.turn_features) - 1] = 1.0
-        return indicators
-
     def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
         if hidden is None:
             raise ValueError("a linear head needs the coordinator's hidden state")
-        logits = self.weights @ np.concatenate([self.features(hidden), self.turn_indicators(turn)])
+        logits = self.weights @ np.concatenate([self.features(hidden), turn_indicators(turn, self.turn_features)])
         return Choice(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
 
     @property
@@ -97,23 +99,28 @@ class UniversalHead:
     parameters shared across agents, so one head routes a pool of any size and make-up.
 
         z = basis · (h - mean) / std                       # (k,), as LinearHead
-        agent logit_a = zᵀ · W · p_a + u · p_a             # p_a: agent a's profile vector (P,)
-        role logits   = R · z                              # (3,), as LinearHead
+        x = [z, e(turn)]                                   # T turn indicators, as LinearHead
+        agent logit_a = xᵀ · W · p_a + u · p_a             # p_a: agent a's profile vector (P,)
+        role logits   = R · x                              # (3,)
 
-    Parameters: W (k, P), u (P,), R (3, k), flat in that order: k·P + P + 3k values, whatever
-    the pool. `profiles` (L, P) binds it to a pool (`for_pool`)."""
+    Parameters: W (k+T, P), u (P,), R (3, k+T), flat in that order: (k+T)·P + P + 3(k+T)
+    values, whatever the pool. The turn rows of W weigh the profile per turn (the Verifier's
+    turn can prefer the cheapest agent, the Worker's the best). `profiles` (L, P) binds it to a
+    pool (`for_pool`)."""
 
     params: np.ndarray
     mean: np.ndarray
     std: np.ndarray
     basis: np.ndarray  # (k, d)
     profiles: np.ndarray  # (L, P); (0, P) when bound to no pool
+    turn_features: int = 0  # T
 
     needs_hidden = True
 
     @staticmethod
-    def size(k: int, profile_size: int) -> int:
-        return k * profile_size + profile_size + N_ROLES * k
+    def size(k: int, profile_size: int, turn_features: int = 0) -> int:
+        inputs = k + turn_features
+        return inputs * profile_size + profile_size + N_ROLES * inputs
 
     @property
     def n_agents(self) -> int:
@@ -121,34 +128,35 @@ class UniversalHead:
 
     @property
     def n_features(self) -> int:
+        """k, the state's part of the input (what profiles are measured in)."""
         return int(self.basis.shape[0])
 
     def features(self, hidden: np.ndarray) -> np.ndarray:
         return self.basis @ ((np.asarray(hidden, dtype=np.float64) - self.mean) / self.std)
 
     def parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        k, size = self.n_features, int(self.profiles.shape[1])
-        w = self.params[: k * size].reshape(k, size)
-        u = self.params[k * size : k * size + size]
-        return w, u, self.params[k * size + size :].reshape(N_ROLES, k)
+        inputs, size = self.n_features + self.turn_features, int(self.profiles.shape[1])
+        w = self.params[: inputs * size].reshape(inputs, size)
+        u = self.params[inputs * size : inputs * size + size]
+        return w, u, self.params[inputs * size + size :].reshape(N_ROLES, inputs)
 
     def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
         if hidden is None:
             raise ValueError("the universal head needs the coordinator's hidden state")
-        z = self.features(hidden)
+        x = np.concatenate([self.features(hidden), turn_indicators(turn, self.turn_features)])
         w, u, roles = self.parts()
-        agent_logits = self.profiles @ (w.T @ z + u)
-        return Choice(softmax(agent_logits), softmax(roles @ z))
+        agent_logits = self.profiles @ (w.T @ x + u)
+        return Choice(softmax(agent_logits), softmax(roles @ x))
 
     @property
     def flat(self) -> np.ndarray:
         return self.params
 
     def with_weights(self, flat: np.ndarray) -> UniversalHead:
-        return UniversalHead(np.asarray(flat, dtype=np.float64), self.mean, self.std, self.basis, self.profiles)
+        return replace(self, params=np.asarray(flat, dtype=np.float64))
 
     def for_pool(self, profiles: np.ndarray) -> UniversalHead:
-        return UniversalHead(self.params, self.mean, self.std, self.basis, np.asarray(profiles, dtype=np.float64))
+        return replace(self, profiles=np.asarray(profiles, dtype=np.float64))
 
 
 @dataclass(frozen=True)

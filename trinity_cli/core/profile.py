@@ -15,7 +15,7 @@ agent's predicted pass on a task with state z: a skill vector in the head's inpu
 vector holds the pass rate itself (v1 held only the fit's value at z = 0, pass_rate − offset),
 so a head can weigh the pass rate and the task-specific part separately. RIDGE is
 light (0.03): the states are whitened, and a heavy penalty would leave the pass rate alone
-deciding (measured on the synthetic record of tests/learnable_record.py). `usd_per_answer` is
+deciding (measured on the synthetic record of tests/support/learnable_record.py). `usd_per_answer` is
 the mean $ of one Worker answer at the agent's prices. A profile is only meaningful with the
 coordinator and basis it was measured with; `ProfileKey` names both.
 """

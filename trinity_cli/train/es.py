@@ -60,10 +60,16 @@ class PoolDraws:
     largest: int = 6
 
     def draw(self, seed: int, generation: int, task_index: int) -> list[int]:
+        """Generation `generation`'s pool for the task (the start and the final mean are scored on
+        the draws of the generation after the last)."""
         rng = np.random.default_rng([seed, generation, task_index, 29])
         n = len(self.profiles)
         size = int(rng.integers(min(self.smallest, n), min(self.largest, n) + 1))
         return sorted(int(i) for i in rng.choice(n, size=size, replace=False))
+
+    def episode(self, task: Task, head: Any, max_turns: int, reader: str | None, drawn: list[int]) -> Episode:
+        return Episode(task, head.for_pool(self.profiles[drawn]), max_turns, tuple(drawn), reader)
+
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,16 @@ def batch_for(tasks: Sequence[Task], settings: TrainSettings, generation: int) -
 
 
 def score(forest: Forest, head: Any, tasks: Sequence[Task], max_turns: int, budget: Budget | None,
-          cost_weight: float) -> tuple[float, list[Outcome]]:
-    """A policy's fitness on `tasks`, greedy, on the forest (BudgetExceeded when refused)."""
-    outcomes = forest.play([Episode(t, head, max_turns, None, forest.reader) for t in tasks], budget)
+          cost_weight: float, pools: PoolDraws | None = None, seed: int = 0,
+          generation: int = 0) -> tuple[float, list[Outcome]]:
+    """A policy's fitness on `tasks`, greedy, on the forest (BudgetExceeded when refused); with
+    `pools`, each task on its pool drawn for (seed, generation)."""
+    if pools is None:
+        episodes = [Episode(t, head, max_turns, None, forest.reader) for t in tasks]
+    else:
+        episodes = [pools.episode(t, head, max_turns, forest.reader, pools.draw(seed, generation, i))
+                    for i, t in enumerate(tasks)]
+    outcomes = forest.play(episodes, budget)
     refused(outcomes, budget)
     return fitness(outcomes, cost_weight), outcomes
 
@@ -235,6 +248,12 @@ def train(
     fingerprint = {**(fingerprint or {}), **asdict(settings), "tasks": [t.task_id for t in tasks]}
     forest = forest or new_forest(agents, coordinator, grader, settings.max_turns, workers, runner)
     budget = budget or Budget(settings.budget_usd)
+
+    def training_fitness(head: Any) -> float:
+        """On all the training tasks (with pools: the draws of the generation after the last)."""
+        return score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight, pools, settings.seed,
+                     settings.generations)[0]
+
     if resume:
         if checkpoint_file is None:
             raise ValueError("resume needs a checkpoint file")
@@ -243,8 +262,8 @@ def train(
         start = state["start"]
         forest.restore(state["made"], tasks)
     else:
-        start = Start(start_head, None, 1.0, float("nan"), float("nan")) if start_head is not None else \
-            plan_start(forest, tasks, agents, settings, budget)
+        start = plan_start(forest, tasks, agents, settings, budget) if start_head is None else \
+            Start(start_head, None, 1.0, training_fitness(start_head), float("nan"), budget.spent_usd)
         optimizer = SepCMA(mean=start.head.flat.copy(), sigma=settings.sigma0,
                            population_size=settings.popsize, seed=settings.seed)
         state = {"fingerprint": fingerprint, "optimizer": optimizer, "generation": 0, "history": [],
@@ -261,12 +280,12 @@ def train(
         heads = [start.head.with_weights(x) for x in candidates]
         episodes = []
         for task_index in batch_for(tasks, settings, generation):  # task-major: one KV prefix per task
-            drawn = None if pools is None else pools.draw(settings.seed, generation, task_index)
-            episodes += [
-                Episode(tasks[task_index], head if drawn is None else head.for_pool(pools.profiles[drawn]),  # type: ignore[union-attr]
-                        settings.max_turns, None if drawn is None else tuple(drawn), forest.reader)
-                for head in heads
-            ]
+            task = tasks[task_index]
+            if pools is None:
+                episodes += [Episode(task, head, settings.max_turns, None, forest.reader) for head in heads]
+            else:
+                drawn = pools.draw(settings.seed, generation, task_index)
+                episodes += [pools.episode(task, head, settings.max_turns, forest.reader, drawn) for head in heads]
         played = forest.play(episodes, budget)
         if any(outcome.verdict == BUDGET for outcome in played):  # never tell the optimizer a partial population
             stopped_for_budget = True
@@ -291,9 +310,9 @@ def train(
             break
     final = start.head.with_weights(np.asarray(optimizer.mean, dtype=np.float64))
     final_fitness = float("nan")
-    if pools is None and not stopped_for_budget:
+    if not stopped_for_budget:
         try:
-            final_fitness, _ = score(forest, final, tasks, settings.max_turns, budget, settings.cost_weight)
+            final_fitness = training_fitness(final)
         except BudgetExceeded:
             stopped_for_budget = True
     kept_start = final_fitness <= start.fitness  # False when either is nan

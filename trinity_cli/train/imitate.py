@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity_cli.core.head import N_ROLES, LinearHead, PipelinePolicy
+from trinity_cli.core.head import N_ROLES, LinearHead, PipelinePolicy, turn_indicators
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Transcript, Turn
 from trinity_cli.tasks.taskset import Task
@@ -118,7 +118,7 @@ def fit_steps(space: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, 
     if space.turn_features:
         if turns is None:
             raise ValueError("a head with turn indicators is fitted with each state's turn")
-        indicators = np.asarray([space.turn_indicators(turn) for turn in turns])
+        indicators = np.asarray([turn_indicators(turn, space.turn_features) for turn in turns])
         seen = indicators.sum(axis=0)
         by_turn[seen > 0] = (indicators.T @ targets)[seen > 0] / seen[seen > 0, None]
         targets = targets - indicators @ by_turn

@@ -152,3 +152,13 @@ def openai_error(message: str, param: str, code: str, status: int = 400) -> Scri
     """OpenAI's error body for a refused request."""
     error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
     return Scripted(status, json.dumps({"error": error}).encode())
+
+
+def gemini_chunk(text: str, usage: dict | None = None, finish: str = "STOP") -> dict:
+    """A Gemini streamed response chunk; the one with usage is the stream's last, with the candidate's `finish` reason."""
+    out = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
+           "modelVersion": "gemini-test"}
+    if usage:
+        out["usageMetadata"] = usage
+        out["candidates"][0]["finishReason"] = finish
+    return out

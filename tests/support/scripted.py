@@ -64,3 +64,25 @@ class ScriptedPolicy:
         role_probs = np.full(3, 0.05)
         role_probs[ROLE_ORDER.index(role)] = 0.9
         return Choice(agent_probs, role_probs)
+
+
+# A problem with doctest examples, and scripted answers to it
+PROBLEM_TEXT = """# Add
+
+Write `add(a, b)`.
+
+```python
+def add(a: int, b: int) -> int:
+    \"\"\"Return a + b.
+
+    >>> add(2, 3)
+    5
+    >>> add(-1, 1)
+    0
+    \"\"\"
+```
+"""
+WRONG = "```python\ndef add(a, b):\n    return a * b\n```"
+RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"
+ACCEPT = "Looks right. <verdict>ACCEPT</verdict>"
+BROKEN = "```python\ndef add(a, b):\n    return a +\n```"

@@ -24,7 +24,7 @@ from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings, train
 
-SETTINGS_FILE = Path(__file__).resolve().parent / "learning_settings.json"
+SETTINGS_FILE = Path(__file__).resolve().parents[1] / "learning_settings.json"
 
 
 def chosen_settings() -> TrainSettings:
