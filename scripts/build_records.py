@@ -18,7 +18,7 @@ Reads `<repo>/../shared/data` (its README says what each file holds) and writes,
   statement they quote most (LDB's, where LDB has the task), else their most common
   docstring line.
 - `tasks/humaneval-visible-tests.json`: LDB's visible asserts per HumanEval task.
-- `records/<pool>.jsonl.gz` in the format of trinity_cli/bundled.py, `pools/<pool>.toml`,
+- `records/<pool>.jsonl.gz` in the format of trinity_cli/pool/bundled.py, `pools/<pool>.toml`,
   `manifest.json` (each pool's task set and models, and `model_split`: the training and
   held-out models of the pool-agnostic head, by family), and the sources' licences.
   `evalperf-all` holds every EvalPerf model once, with at most 2 correct programs each.

@@ -31,10 +31,10 @@ from support.learning import (
     train_and_score,
 )
 
-from trinity_cli.config import parse_pool
 from trinity_cli.coordinator.llama import LlamaCoordinator
 from trinity_cli.coordinator.memo import MemoCoordinator
-from trinity_cli.embedded import embedded_model_path, gguf_sha256
+from trinity_cli.llama.gguf import embedded_model_path, gguf_sha256
+from trinity_cli.pool.spec import parse_pool
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_humaneval, select_split, validation_slice

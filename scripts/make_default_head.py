@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from trinity_cli.config import load_pool
 from trinity_cli.core.episode import run_episode
+from trinity_cli.heads.files import metadata_for, save_head
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.runtime import backbone_of, build_coordinator
 from trinity_cli.tasks.taskset import load_humaneval
 from trinity_cli.train.imitate import fit_imitation_head, pipeline_transcripts
-from trinity_cli.weights import metadata_for, save_head
 
 TURNS = 5
 REAL_ROLLOUTS = 12

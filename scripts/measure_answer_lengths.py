@@ -20,12 +20,12 @@ import re
 import time
 from dataclasses import replace
 
-from trinity_cli.config import EMBEDDED, load_pool
 from trinity_cli.core.episode import new_state, request_for
 from trinity_cli.core.records import Decision
 from trinity_cli.core.roles import Role
-from trinity_cli.embedded import resolve_model
-from trinity_cli.llamacpp import Model, load_model
+from trinity_cli.llama.capi import Model, load_model
+from trinity_cli.llama.gguf import resolve_model
+from trinity_cli.pool.spec import EMBEDDED, load_pool
 from trinity_cli.providers.local_gguf import LocalProvider
 from trinity_cli.tasks.taskset import load_humaneval, select_split
 

@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 
-from trinity_cli.config import load_pool
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.runtime import memo_coordinator, open_caches
 from trinity_cli.tasks.taskset import gradable, load_tasks, select_split

@@ -43,14 +43,15 @@ from pathlib import Path
 import numpy as np
 from build_records import held_out
 
-from trinity_cli import bundled
-from trinity_cli.config import load_pool
 from trinity_cli.coordinator.llama import LlamaCoordinator
 from trinity_cli.coordinator.memo import MemoCoordinator
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT
-from trinity_cli.embedded import gguf_sha256
+from trinity_cli.heads.files import load_head, save_head, universal_metadata
+from trinity_cli.llama.gguf import gguf_sha256
+from trinity_cli.pool import bundled
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.runtime import backbone_of, coordinator_path
 from trinity_cli.tasks.grading import Grader
@@ -60,7 +61,6 @@ from trinity_cli.train.es import TrainSettings, train
 from trinity_cli.train.profile import calibration_tasks
 from trinity_cli.train.runner import LocalRunner, Players
 from trinity_cli.train.universal import measure_profiles, train_universal
-from trinity_cli.weights import load_head, save_head, universal_metadata
 
 ROOT = Path(__file__).resolve().parent.parent
 N_CALIBRATION = 40

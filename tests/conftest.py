@@ -58,7 +58,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def gguf_path() -> Path:
-    from trinity_cli.embedded import embedded_model_path
+    from trinity_cli.llama.gguf import embedded_model_path
 
     return embedded_model_path()
 
@@ -74,7 +74,7 @@ def coordinator(gguf_path: Path):
 def memo(coordinator, gguf_path: Path):
     """One hidden-state memo for the learning tests: each task's state is encoded once per run."""
     from trinity_cli.coordinator.memo import MemoCoordinator
-    from trinity_cli.embedded import gguf_sha256
+    from trinity_cli.llama.gguf import gguf_sha256
 
     return MemoCoordinator(coordinator, gguf_sha256(gguf_path))
 

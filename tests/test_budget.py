@@ -10,13 +10,13 @@ from support.cli import trinity
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 from support.wire.server import Scripted, WireServer, gemini_chunk, openai_stream
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.provider import Prices, Request
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import BudgetExceeded, ProviderError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.gemini import GeminiProvider
 from trinity_cli.providers.openai_compat import OpenAIProvider
 from trinity_cli.providers.retry import RetryingProvider

@@ -156,7 +156,7 @@ def test_bad_pool_toml_exits_3(workdir):
 
 
 def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
-    shipped = Path(__import__("trinity_cli.weights", fromlist=["x"]).shipped_dir()) / "default-offline.npz"
+    shipped = Path(__import__("trinity_cli.heads.files", fromlist=["x"]).shipped_dir()) / "default-offline.npz"
     (workdir / "bad.npz").write_bytes(b"garbage")  # metadata that fits, arrays that do not load
     (workdir / "bad.json").write_text(shipped.with_suffix(".json").read_text())
     assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3, "cannot be read")
@@ -295,7 +295,7 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, m
 def test_bench_peak_rss_is_the_measured_process_alone():
     """Neither the measuring process's own memory (a forked child's ru_maxrss starts from its
     parent's image) nor an earlier, larger child may leak into the figure."""
-    from trinity_cli.bench import peak_rss_mb
+    from trinity_cli.bench.measure import peak_rss_mb
 
     allocate = "import sys; block = bytearray(int(sys.argv[1]) * 2**20); block[::4096] = b'x' * len(block[::4096])"
     ballast = bytearray(400 * 2**20)
@@ -310,7 +310,7 @@ def test_bench_raw_side_survives_a_crashing_configuration(gguf_path):
     """Each raw configuration runs in its own process, so one that llama.cpp crashes on (its AMX
     kernels on recent Xeons) is reported as None; plain weights without flash attention, the
     coordinator's own kernels, always run."""
-    from trinity_cli.bench import RAW_CONFIGS, SAME_KERNELS, raw_eval_seconds
+    from trinity_cli.bench.measure import RAW_CONFIGS, SAME_KERNELS, raw_eval_seconds
 
     seconds = raw_eval_seconds(gguf_path, list(range(1000, 1400)), threads=2, repeats=1)
     assert set(seconds) == set(RAW_CONFIGS)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trinity_cli.config import BUILTIN_POOL, load_pool, parse_pool
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import BUILTIN_POOL, load_pool, parse_pool
 
 GOOD = """
 [defaults]
@@ -113,7 +113,7 @@ def test_a_missing_pool_file_is_a_config_error(workdir):
 def test_every_accepted_pool_key_is_documented_in_the_readme():
     from dataclasses import fields
 
-    from trinity_cli.config import AgentSpec, CoordinatorSpec
+    from trinity_cli.pool.spec import AgentSpec, CoordinatorSpec
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     keys = {f.name for f in fields(AgentSpec)} | {f.name for f in fields(CoordinatorSpec)}
@@ -121,7 +121,7 @@ def test_every_accepted_pool_key_is_documented_in_the_readme():
 
 
 def test_a_misspelt_bundled_pool_name_gets_did_you_mean():
-    from trinity_cli.config import load_pool
+    from trinity_cli.pool.spec import load_pool
 
     with pytest.raises(ConfigError, match=r"did you mean ldb-humaneval\? no such file"):
         load_pool("ldb-humanevl")

@@ -276,8 +276,8 @@ def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
     from scripted import ScriptedPolicy
     from support.wire.server import WireServer, openai_stream
 
-    from trinity_cli.config import AgentSpec
     from trinity_cli.core.episode import run_episode
+    from trinity_cli.pool.spec import AgentSpec
     from trinity_cli.providers.registry import build_agents
 
     server = WireServer()
@@ -325,9 +325,10 @@ def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, 
 
 
 def test_bench_streamed_call_measures_the_overlapped_and_plain_encodes(coordinator):
-    from trinity_cli.bench import streamed_call_share
+    from trinity_cli.bench.measure import streamed_call_share
+    from trinity_cli.cli.display import TurnDisplay
 
-    result = streamed_call_share(coordinator, repeats=1)
+    result = streamed_call_share(coordinator, repeats=1, make_display=TurnDisplay)
     assert 0 < result["overlapped"] < 1 and 0 < result["non_overlapped"] < 1
     assert 250 <= result["reply_tokens"] <= 350  # "~300 tokens", as the key promises
     # after a streamed reply only the held-back tokens, the end tag and the cue are left

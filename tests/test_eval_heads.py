@@ -10,7 +10,7 @@ import shutil
 
 from support.cli import EXAMPLES, trinity
 
-from trinity_cli.weights import shipped_dir
+from trinity_cli.heads.files import shipped_dir
 
 SIM_POOL = EXAMPLES / "sim-pool.toml"
 

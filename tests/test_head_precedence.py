@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from support.cli import SIM_POOL, trinity
 
-from trinity_cli.config import load_pool
 from trinity_cli.errors import ConfigError
+from trinity_cli.heads.files import shipped_dir, user_heads_dir
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.runtime import choose_policy
-from trinity_cli.weights import shipped_dir, user_heads_dir
 
 SHIPPED_SIM = shipped_dir() / "sim-pool.npz"
 

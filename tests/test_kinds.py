@@ -33,9 +33,9 @@ from support.learnable_record import (
     wrong,
 )
 
-from trinity_cli.config import load_pool
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.core.roles import Role
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.providers.replay import visible_test_verdict

@@ -16,14 +16,30 @@ import trinity_cli
 
 PACKAGE = Path(trinity_cli.__file__).parent
 
-# What each package may import from trinity_cli besides itself; modules at the top level
-# (errors, paths, config, ...) are checked only where a package names them.
+# What each package (and each module at the root) may import from trinity_cli besides itself,
+# bottom to top: foundations (errors, paths), the pure core, the pool's spec, what is kept on
+# disk, llama.cpp, tasks, providers, the coordinator, heads on disk, the run builder
+# (runtime), training, the bench, the CLI. Every package and root module is listed.
+FOUNDATIONS = {"errors", "paths"}
 ALLOWED = {
+    "errors": set(),
+    "paths": set(),
     "core": {"errors"},
-    "providers": {"core", "errors", "paths", "config", "llamacpp", "embedded", "store", "tasks"},
-    "coordinator": {"core", "errors", "paths", "config", "llamacpp", "embedded", "store"},
-    "tasks": {"core", "errors", "paths", "store"},
-    "train": {"core", "errors", "paths", "store", "tasks", "providers", "coordinator", "config", "weights", "runtime"},
+    "pool": FOUNDATIONS,
+    "store": FOUNDATIONS | {"core", "pool"},
+    "llama": FOUNDATIONS | {"pool"},
+    "tasks": FOUNDATIONS | {"core", "store"},
+    "providers": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks"},
+    "coordinator": FOUNDATIONS | {"core", "pool", "store", "llama"},
+    "heads": FOUNDATIONS | {"core", "pool"},
+    "runtime": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads"},
+    "train": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime"},
+    "bench": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime",
+                            "train"},
+    "cli": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime",
+                          "train", "bench"},
+    "__init__": set(),
+    "__main__": {"cli"},
 }
 
 
@@ -61,6 +77,7 @@ def violations(package: Path) -> list[str]:
         targets = imports_of(path, package)
         graph[module] = targets
         if layer not in ALLOWED:
+            problems.append(f"{module} is in no layer: add it to ALLOWED")
             continue
         for target in sorted(targets):
             top = target.split(".")[0]
@@ -151,3 +168,15 @@ def test_a_planted_import_of_a_test_module_is_caught(tmp_path):
     (tmp_path / "test_a.py").write_text("def f():\n    from test_b import helper\n")
     (tmp_path / "support" / "x.py").write_text("import support.test_c as c\n")
     assert imports_of_test_modules(tmp_path) == ["support/x.py imports support.test_c", "test_a.py imports test_b"]
+
+
+def test_a_planted_module_outside_every_layer_is_caught(tmp_path):
+    copy = planted(tmp_path, "errors.py", "")
+    (copy / "helpers.py").write_text("X = 1\n")
+    assert violations(copy) == ["helpers is in no layer: add it to ALLOWED"]
+
+
+def test_the_root_keeps_at_most_four_modules():
+    """Foundations and the run builder; every other concern is a package."""
+    root = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert len(root) <= 4, root

@@ -16,7 +16,7 @@ from support.learnable_record import (
 )
 from support.learning import PermutedCoordinator, chosen_settings, train_and_score
 
-from trinity_cli.config import load_pool
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import select_split

@@ -20,11 +20,11 @@ from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvid
 from support.wire.server import WireServer, openai_stream
 
 from trinity_cli.cli.display import episode_json
-from trinity_cli.config import parse_pool
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem
-from trinity_cli.runlog import (
+from trinity_cli.pool.spec import parse_pool
+from trinity_cli.store.runlog import (
     MIGRATIONS,
     SCHEMA_VERSION,
     RunLog,

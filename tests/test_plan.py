@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.roles import Role
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.tasks.taskset import load_humaneval
 from trinity_cli.train.es import TrainSettings
 from trinity_cli.train.plan import longest_prompt, plan_training

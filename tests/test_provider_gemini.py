@@ -7,10 +7,10 @@ import json
 import pytest
 from support.wire.server import Scripted, WireServer, gemini_chunk, sse
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError, ProviderError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.gemini import GeminiProvider
 
 REQUEST = Request(Role.THINKER, "system prompt", "## Task\n\nreverse a list")

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
@@ -17,7 +16,8 @@ from trinity_cli.core.roles import (
     parse_verdict,
 )
 from trinity_cli.errors import ConfigError, UsageError
-from trinity_cli.llamacpp import load_model
+from trinity_cli.llama.capi import load_model
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.local_gguf import LocalProvider, _StopAt
 
 SIGNATURE = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'

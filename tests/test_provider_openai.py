@@ -10,10 +10,10 @@ from conftest import free_port
 from support.cli import trinity
 from support.wire.server import Scripted, WireServer, openai_reasoning_check, openai_stream
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError, ProviderError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers import openai_compat
 from trinity_cli.providers.openai_compat import OpenAIProvider, request_params
 

@@ -25,7 +25,7 @@ import pytest
 from conftest import free_port
 from support.cli import SIM_POOL, TRINITY
 
-from trinity_cli.bench import LoopbackAgent
+from trinity_cli.bench.measure import LoopbackAgent
 from trinity_cli.tasks.taskset import load_humaneval
 
 RAY = str(Path(sys.executable).parent / "ray")
@@ -257,7 +257,7 @@ def test_an_unreachable_cluster_a_bad_address_and_ray_workers_without_ray_are_on
 
 
 def test_workers_never_ask_for_more_cpus_than_the_cluster_has():
-    from trinity_cli.cluster import cpu_shares
+    from trinity_cli.train.ray_runner import cpu_shares
 
     assert cpu_shares(None, 2, network_bound=True) == (4, 0.5)  # 4 network-bound workers on 2 CPUs
     assert cpu_shares(None, 2, network_bound=False) == (2, 1.0)
@@ -268,7 +268,7 @@ def test_workers_never_ask_for_more_cpus_than_the_cluster_has():
 
 
 def test_a_worker_with_other_numerics_is_named_with_the_driver():
-    from trinity_cli.cluster import identity_mismatch, worker_identity
+    from trinity_cli.train.ray_runner import identity_mismatch, worker_identity
 
     driver = worker_identity({"llama_cpp": "0.3.16", "cpu_features": "AVX2"}, 1)
     assert identity_mismatch(driver, dict(driver)) is None
@@ -280,8 +280,8 @@ def test_a_dead_workers_settled_spend_is_taken_back_and_its_call_in_flight_count
     """The keeper's account when a worker dies mid-task: its rerun settles the same replies again
     (from the cache), so what the dead try settled is taken back; its call in flight may have
     been billed, so it counts at its reservation."""
-    from trinity_cli.cluster import Keeper, budget_state
     from trinity_cli.core.budget import Budget
+    from trinity_cli.train.ray_runner import Keeper, budget_state
 
     keeper = Keeper({"replies": None, "grades": None, "states": None})
     keeper.load_budget(budget_state(Budget(1.0)))

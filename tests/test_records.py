@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from support.cli import trinity
 
-from trinity_cli import bundled
 from trinity_cli.errors import ConfigError, TaskFileError
+from trinity_cli.pool import bundled
 from trinity_cli.tasks.grading import Tests, grade, run_check
-from trinity_cli.tasks.taskset import load_humaneval, load_tasks, select_split
+from trinity_cli.tasks.taskset import load_humaneval, load_tasks, select_split, task_set_names
 
 try:
     import tomllib
@@ -168,7 +168,7 @@ def test_a_path_wins_then_a_bundled_name_else_exit_3_listing_names(tmp_path, mon
     assert caught.value.exit_code == 3
     assert "evalperf-all, evalperf-api, ldb-humaneval, ldb-mbpp" in caught.value.message
     assert bundled.pool_names() == ["evalperf-all", "evalperf-api", "ldb-humaneval", "ldb-mbpp"]
-    assert bundled.task_set_names() == ["humaneval", "evalperf", "mbpp"]
+    assert task_set_names() == ["humaneval", "evalperf", "mbpp"]
 
 
 def test_pool_list_shows_the_bundled_pools_and_task_sets():

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from support.cli import assert_clean_failure, trinity
 
-from trinity_cli.config import load_pool, parse_pool
 from trinity_cli.core.episode import run_episode
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import SYSTEM_PROMPTS, Role, extract_code
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import load_pool, parse_pool
 from trinity_cli.providers.record_file import parse_record
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.grading import Grader, run_check
@@ -268,7 +268,7 @@ def test_a_program_that_exits_0_scores_0_with_the_real_grader(user):
 
 
 def test_cost_is_the_coordinators_token_count_at_the_pools_prices(user, gguf_path):
-    from trinity_cli.llamacpp import load_model
+    from trinity_cli.llama.capi import load_model
 
     cheap = agents_of(user / "pool.toml")[0]
     request = Request(Role.WORKER, SYSTEM_PROMPTS[Role.WORKER], f"## Task\n\n{A.prompt}", task_id=A.task_id)

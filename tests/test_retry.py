@@ -9,10 +9,10 @@ import random
 import pytest
 from support.wire.server import Scripted, WireServer, openai_json, openai_stream
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ProviderError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.openai_compat import OpenAIProvider
 from trinity_cli.providers.retry import RetryingProvider
 

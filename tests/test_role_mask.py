@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 
-from trinity_cli.config import parse_pool
 from trinity_cli.core.episode import Agent, role_mask, run_episode
 from trinity_cli.core.head import Choice, PipelinePolicy, RandomPolicy, decide
 from trinity_cli.core.provider import Prices
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import parse_pool
 from trinity_cli.train.fixed import cascade_plan, oracle_plans, playing
 
 T, W, V = Role.THINKER, Role.WORKER, Role.VERIFIER

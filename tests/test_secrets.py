@@ -71,7 +71,7 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
 
 def test_a_key_that_crosses_the_message_cut_leaves_no_prefix(monkeypatch):
     """Provider errors are cut to MESSAGE_CHARS: redaction must come first."""
-    from trinity_cli.config import AgentSpec
+    from trinity_cli.pool.spec import AgentSpec
     from trinity_cli.providers.errors import MESSAGE_CHARS, classify
 
     monkeypatch.setenv("MY_PROVIDER_KEY", KEY)

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from trinity_cli.config import parse_pool
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role, extract_code, parse_verdict
 from trinity_cli.errors import TaskFileError
+from trinity_cli.pool.spec import parse_pool
 from trinity_cli.providers.sim import SimProvider, right_solution, wrong_solution
 from trinity_cli.tasks.grading import Grader, run_check
 from trinity_cli.tasks.taskset import Task, load_humaneval, read_jsonl, select_split

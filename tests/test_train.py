@@ -22,9 +22,9 @@ from support.learning import (
     train_and_score,
 )
 
-from trinity_cli.config import parse_pool
 from trinity_cli.core.transcript import Transcript
 from trinity_cli.errors import BudgetExceeded
+from trinity_cli.pool.spec import parse_pool
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.grading import Grader
@@ -178,7 +178,7 @@ def test_workers_overlap_remote_calls_and_leave_the_result_unchanged(sim, tmp_pa
     in flight, 1 worker keeps one, and both runs reach the same head."""
     from support.wire.server import WireServer, openai_stream
 
-    from trinity_cli.config import AgentSpec
+    from trinity_cli.pool.spec import AgentSpec
 
     settings = TrainSettings(generations=1, popsize=4, batch_size=2, seed=0, max_turns=1)
     reply = "```python\ndef f():\n    return None\n```"

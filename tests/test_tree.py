@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trinity_cli.config import load_pool
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.head import LinearHead, PlanPolicy, RandomPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import load_tasks

@@ -15,16 +15,16 @@ from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvid
 from support.wire.server import WireServer, openai_stream
 
 from trinity_cli.cli.display import CutWarnings, JsonlWriter, episode_json, fan_out
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.episode import Agent, run_episode
 from trinity_cli.core.provider import Reply, Request
 from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import UsageError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.context import fit
-from trinity_cli.runlog import default_path
+from trinity_cli.store.runlog import default_path
 
 PLAN, ANSWER, ACCEPT = "First add", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>ACCEPT</verdict>"
 SIGNATURE = '```python\ndef total(xs: list[int]) -> int:\n    """Return the sum of xs."""\n```\n'

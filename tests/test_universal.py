@@ -21,11 +21,12 @@ from support.learnable_record import (
     write_learnable,
 )
 
-from trinity_cli.config import load_pool
 from trinity_cli.core.head import UniversalHead
 from trinity_cli.core.profile import DEFINITION
 from trinity_cli.errors import ConfigError
-from trinity_cli.profiles import Scale, agent_key, full_key
+from trinity_cli.heads.files import load_head, save_head, universal_metadata
+from trinity_cli.heads.profile_store import Scale, agent_key, full_key
+from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.runtime import backbone_of
 from trinity_cli.tasks.grading import Grader
@@ -35,7 +36,6 @@ from trinity_cli.train.es import TrainSettings
 from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
 from trinity_cli.train.runner import LocalRunner, Players
 from trinity_cli.train.universal import input_space, measure_profiles, train_universal
-from trinity_cli.weights import load_head, save_head, universal_metadata
 
 # fixed before any run on this record: the recorded pools' starting settings, one Worker pick
 SETTINGS = TrainSettings(generations=30, popsize=8, sigma0=0.3, batch_size=32, seed=0, max_turns=1, project=4)
@@ -225,9 +225,9 @@ def test_solve_routes_with_the_shipped_universal_head_once_every_agent_has_a_pro
     """The precedence's universal step: without profiles the fallback, saying which agents lack
     one; with them, the shipped universal head."""
     from trinity_cli.core.profile import Profile
-    from trinity_cli.profiles import ProfileStore
+    from trinity_cli.heads.files import UNIVERSAL, read_metadata, shipped_dir
+    from trinity_cli.heads.profile_store import ProfileStore
     from trinity_cli.runtime import profile_scale
-    from trinity_cli.weights import UNIVERSAL, read_metadata, shipped_dir
 
     pool = universal["root"] / "precedence-pool.toml"
     pool.write_text(universal["other_pool"].read_text().replace(

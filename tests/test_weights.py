@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trinity_cli.config import load_pool, parse_pool
 from trinity_cli.core.head import LinearHead
 from trinity_cli.errors import ConfigError
-from trinity_cli.weights import (
+from trinity_cli.heads.files import (
     Backbone,
     in_head_format,
     load_head,
@@ -22,6 +21,7 @@ from trinity_cli.weights import (
     save_head,
     shipped_dir,
 )
+from trinity_cli.pool.spec import load_pool, parse_pool
 
 BACKBONE = Backbone("model.gguf", "ab" * 32, -2, "trinity-tf2")
 

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trinity_cli.config import BUILTIN_POOL, EMBEDDED, Pool
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import ConfigError
-from trinity_cli.weights import (
+from trinity_cli.heads.files import (
     UNIVERSAL,
     Backbone,
     in_head_format,
@@ -27,6 +26,7 @@ from trinity_cli.weights import (
     shipped_dir,
     user_heads_dir,
 )
+from trinity_cli.pool.spec import BUILTIN_POOL, EMBEDDED, Pool
 
 WEIGHTS_NONE = "none"
 
@@ -41,14 +41,14 @@ class PolicyChoice:
 
 
 def coordinator_path(pool: Pool) -> Path:
-    from trinity_cli.embedded import resolve_model
+    from trinity_cli.llama.gguf import resolve_model
 
     return resolve_model(pool.coordinator.model)
 
 
 def backbone_of(pool: Pool, transcript_format: str = CURRENT_FORMAT.id) -> Backbone:
     """The run's coordinator side; new heads get the current transcript format."""
-    from trinity_cli.embedded import EMBEDDED_NAME, gguf_sha256
+    from trinity_cli.llama.gguf import EMBEDDED_NAME, gguf_sha256
 
     path = coordinator_path(pool)
     name = EMBEDDED_NAME if pool.coordinator.model == EMBEDDED else path.name
@@ -112,14 +112,14 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
 
 
 def profile_scale(meta: dict[str, Any]) -> Any:
-    from trinity_cli.profiles import Scale
+    from trinity_cli.heads.profile_store import Scale
 
     return Scale(meta.get("backbone", {}).get("sha256", ""), meta.get("profile", {}).get("basis_sha256", ""))
 
 
 def stored_profiles(pool: Pool, meta: dict[str, Any]) -> list[Any]:
     """Each agent's newest profile for this universal head (None where it has none)."""
-    from trinity_cli.profiles import ProfileStore, profiles_path
+    from trinity_cli.heads.profile_store import ProfileStore, profiles_path
 
     if not profiles_path().exists():
         return [None] * len(pool.agents)
@@ -180,7 +180,7 @@ def bind_profiles(head: Any, pool: Pool, meta: dict[str, Any], path: Path) -> An
 
 def warn_if_other_numerics(choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]) -> None:
     """States here may differ in their last bits from those the head was trained on: say so."""
-    from trinity_cli.weights import numerics_mismatches
+    from trinity_cli.heads.files import numerics_mismatches
 
     differences = numerics_mismatches(choice.meta or {}, coordinator.numerics) if coordinator is not None else []
     if differences:
@@ -201,7 +201,7 @@ def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str = CU
 
 def load_run_pool(source: str | None, offline: bool, budget_usd: float | None) -> Pool:
     """The pool of a run, checked against --offline and --budget-usd (exit 3)."""
-    from trinity_cli.config import load_pool
+    from trinity_cli.pool.spec import load_pool
 
     pool = load_pool(source)
     if offline:

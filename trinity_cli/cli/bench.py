@@ -1,4 +1,4 @@
-"""`trinity bench`: the coordinator's costs as ratios measured in one run (see trinity_cli/bench.py)."""
+"""`trinity bench`: the coordinator's costs as ratios measured in one run (see trinity_cli/bench/measure.py)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,13 @@ def bench(
 ) -> int:
     from rich.table import Table
 
-    from trinity_cli.bench import run_all
+    from trinity_cli.bench.measure import run_all
+    from trinity_cli.cli.display import TurnDisplay
     from trinity_cli.paths import shipped
 
     examples = shipped("examples")
-    result = run_all(problem or examples / "fizzbuzz.md", sim_pool or examples / "sim-pool.toml", repeats, generations)
+    result = run_all(problem or examples / "fizzbuzz.md", sim_pool or examples / "sim-pool.toml", repeats, generations,
+                     TurnDisplay)
     if json_out:
         print(json.dumps(result, indent=2))
         return 0

@@ -35,8 +35,8 @@ def runner_for(address: str | None, workers: int | None, pool: Any, tasks: Seque
 @contextmanager
 def _announced(address: str, workers: int | None, pool: Any, tasks: Sequence[Any], threads: int,
                coordinators: dict[str, Any], caches: Any, quiet: bool) -> Iterator[Any]:
-    from trinity_cli.cluster import ray_runner
     from trinity_cli.runtime import backbone_of
+    from trinity_cli.train.ray_runner import ray_runner
 
     with ray_runner(address, workers, pool, tasks, threads=threads, coordinators=coordinators,
                     backbone_sha256=backbone_of(pool).sha256, caches=caches,

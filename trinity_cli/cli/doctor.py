@@ -25,8 +25,8 @@ def doctor(
     pool: PoolOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
 ) -> int:
-    from trinity_cli.config import load_pool
-    from trinity_cli.pool_check import check_agent
+    from trinity_cli.pool.spec import load_pool
+    from trinity_cli.providers.check import check_agent
     from trinity_cli.tasks.sandbox import isolation
 
     pool_cfg = load_pool(pool)
@@ -50,8 +50,8 @@ def doctor(
 
 def _paths() -> dict[str, Any]:
     from trinity_cli import paths
-    from trinity_cli.runlog import default_path
-    from trinity_cli.weights import user_heads_dir
+    from trinity_cli.heads.files import user_heads_dir
+    from trinity_cli.store.runlog import default_path
 
     log = default_path()
     return {"config": str(paths.config_dir()), "cache": str(paths.cache_dir()), "heads": str(user_heads_dir()),
@@ -61,8 +61,8 @@ def _paths() -> dict[str, Any]:
 
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:
-    from trinity_cli.config import EMBEDDED
-    from trinity_cli.llamacpp import default_threads
+    from trinity_cli.llama.capi import default_threads
+    from trinity_cli.pool.spec import EMBEDDED
 
     spec = pool_cfg.coordinator
     if spec.model == EMBEDDED:

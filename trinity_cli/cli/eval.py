@@ -69,7 +69,6 @@ def eval_command(
     from trinity_cli.core.budget import Budget
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
         FALLBACK,
         choose_policy,
@@ -78,6 +77,7 @@ def eval_command(
         open_caches,
         warn_if_other_numerics,
     )
+    from trinity_cli.store.runlog import disabled, summary_row
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.baselines import FixedOn, HeadUnderTest, evaluate
     from trinity_cli.train.fitness import default_workers

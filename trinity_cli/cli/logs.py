@@ -1,4 +1,4 @@
-"""`trinity logs`: the run log (trinity_cli/runlog.py) listed, replayed, summed and pruned."""
+"""`trinity logs`: the run log (trinity_cli/store/runlog.py) listed, replayed, summed and pruned."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from trinity_cli.cli.console import stderr
 if TYPE_CHECKING:
     from trinity_cli.core.events import Event
     from trinity_cli.core.records import EpisodeResult
-    from trinity_cli.runlog import RunLog, StoredRun
+    from trinity_cli.store.runlog import RunLog, StoredRun
 
 EXIT_CODES = """Exit codes: 0 done; 2 usage (a bad flag or value, an unknown run id); 3 the log cannot
 be read (corrupt, or written by a newer trinity)."""
@@ -203,7 +203,7 @@ def opened() -> Iterator[RunLog]:
     import sqlite3
 
     from trinity_cli.errors import ConfigError
-    from trinity_cli.runlog import RunLog, RunLogError, default_path
+    from trinity_cli.store.runlog import RunLog, RunLogError, default_path
 
     try:
         with RunLog.open() as log:

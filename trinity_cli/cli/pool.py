@@ -34,8 +34,8 @@ def pool(
 ) -> int:
     if list_bundled:
         return show_bundled(json_out)
-    from trinity_cli.config import load_pool
-    from trinity_cli.pool_check import check_agent
+    from trinity_cli.pool.spec import load_pool
+    from trinity_cli.providers.check import check_agent
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
@@ -66,8 +66,8 @@ def chosen_head(pool_cfg: Any, weights: str | None = None) -> tuple[Any, dict[st
 def agent_profiles(pool_cfg: Any, head_meta: dict[str, Any] | None) -> list[dict[str, Any] | None]:
     """Each agent's profile (`trinity profile`) for the universal head: the chosen head when it
     is one, else the shipped one; None where an agent has none."""
+    from trinity_cli.heads.files import UNIVERSAL, is_universal, read_metadata, shipped_dir
     from trinity_cli.runtime import stored_profiles
-    from trinity_cli.weights import UNIVERSAL, is_universal, read_metadata, shipped_dir
 
     if head_meta is None or not is_universal(head_meta):
         shipped = shipped_dir() / f"{UNIVERSAL}.npz"
@@ -102,7 +102,7 @@ def show_bundled(json_out: bool) -> int:
 
     from rich.table import Table
 
-    from trinity_cli.bundled import pools
+    from trinity_cli.pool.bundled import pools
     from trinity_cli.tasks.taskset import load_tasks, select_split, task_set_names
 
     found = [{**asdict(p), "path": str(p.path)} for p in pools()]

@@ -47,9 +47,9 @@ def profile(
 
     from trinity_cli.core.budget import Budget
     from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
-    from trinity_cli.profiles import ProfileStore
+    from trinity_cli.heads.files import in_head_format, is_universal, load_head, mismatches, resolve
+    from trinity_cli.heads.profile_store import ProfileStore
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
         backbone_of,
         load_run_pool,
@@ -57,12 +57,12 @@ def profile(
         open_caches,
         profile_scale,
     )
+    from trinity_cli.store.runlog import disabled, summary_row
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.fitness import default_workers
     from trinity_cli.train.plan import episode_worst_usd
     from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
     from trinity_cli.train.runner import LocalRunner, Players
-    from trinity_cli.weights import in_head_format, is_universal, load_head, mismatches, resolve
 
     check_ray_flags(ray, ray_workers)
     pool_cfg = load_run_pool(pool, offline, budget_usd)

@@ -75,13 +75,13 @@ def solve(
     from trinity_cli.core.transcript import Problem
     from trinity_cli.errors import UsageError
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runlog import RunLogSink, disabled
     from trinity_cli.runtime import (
         build_coordinator,
         choose_policy,
         load_run_pool,
         warn_if_other_numerics,
     )
+    from trinity_cli.store.runlog import RunLogSink, disabled
     from trinity_cli.tasks.checks import suite_from_file, suite_from_problem
     from trinity_cli.tasks.samples import stated_tolerance
 

@@ -14,7 +14,7 @@ from trinity_cli.cli.console import stderr
 from trinity_cli.cli.options import PoolOption, TasksOption
 
 if TYPE_CHECKING:
-    from trinity_cli.config import AgentSpec
+    from trinity_cli.pool.spec import AgentSpec
     from trinity_cli.tasks.taskset import Task
     from trinity_cli.train.crossval import CrossValidation
     from trinity_cli.train.es import TrainSettings
@@ -91,14 +91,15 @@ def train(
     from trinity_cli.core.budget import Budget
     from trinity_cli.core.head import PlanPolicy
     from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
+    from trinity_cli.heads.files import metadata_for, save_head
     from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runlog import disabled, summary_row
     from trinity_cli.runtime import (
         backbone_of,
         load_run_pool,
         memo_coordinator,
         open_caches,
     )
+    from trinity_cli.store.runlog import disabled, summary_row
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
     from trinity_cli.train.checkpoint import checkpoint_path
     from trinity_cli.train.crossval import starts
@@ -106,7 +107,6 @@ def train(
     from trinity_cli.train.es import train as run_training
     from trinity_cli.train.fitness import default_workers
     from trinity_cli.train.fixed import padded
-    from trinity_cli.weights import metadata_for, save_head
 
     check_ray_flags(ray, ray_workers)
     if out is not None and out.suffix != ".npz":
@@ -231,10 +231,10 @@ def plan_path(out: Path) -> Path:
 def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
     """`<pool>-<tasks>[-N].npz` in the user heads folder: the first free name (no head, no
     checkpoint), or with --resume the newest that has a checkpoint."""
-    from trinity_cli.config import BUILTIN_POOL
     from trinity_cli.errors import ConfigError
+    from trinity_cli.heads.files import user_heads_dir
+    from trinity_cli.pool.spec import BUILTIN_POOL
     from trinity_cli.train.checkpoint import checkpoint_path
-    from trinity_cli.weights import user_heads_dir
 
     base = f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
     names = [user_heads_dir() / f"{base}{'' if n == 1 else f'-{n}'}.npz" for n in range(1, 10_000)]

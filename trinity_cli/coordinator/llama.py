@@ -26,7 +26,7 @@ How a decision is encoded (transcript format in `core.transcript`):
   attention: they cannot change it). A model whose graph has no `result_norm` falls back to
   embeddings mode.
 - Exactness needs two llama.cpp settings, both measured here: no weight repacking
-  (`use_extra_bufts = False`, as every model trinity loads: `trinity_cli/llamacpp.py`) and no
+  (`use_extra_bufts = False`, as every model trinity loads: `trinity_cli/llama/capi.py`) and no
   flash attention. With either on, the same token's state differs by up to ~5% (relative)
   depending on how the tokens were split into batches (flash attention is exact only when
   every batch has 64 tokens or more, too many for a cheap decision step). Batches of
@@ -64,7 +64,7 @@ from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT, DECISION_CUE, FORMATS, Transcript, Turn
 from trinity_cli.errors import ConfigError
-from trinity_cli.llamacpp import decode, default_threads, load_model, numerics, spans
+from trinity_cli.llama.capi import decode, default_threads, load_model, numerics, spans
 
 DEFAULT_TOKEN_POSITION = -2
 
@@ -396,7 +396,7 @@ class LlamaCoordinator:
             self._ll.llama_batch_free(self._batch)
             for session in self._sessions:
                 self._ll.llama_free(session.ctx)
-            self._sessions = []  # the model stays loaded for the process (trinity_cli/llamacpp.py)
+            self._sessions = []  # the model stays loaded for the process (trinity_cli/llama/capi.py)
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:

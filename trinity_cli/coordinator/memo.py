@@ -24,14 +24,14 @@ import numpy as np
 
 from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Transcript
-from trinity_cli.store import KeyValueStore, Table
+from trinity_cli.store.table import KeyValueStore, Table
 
 
 class MemoCoordinator:
     SCHEMA = ("states", "vec", "BLOB")
 
     def __init__(self, inner, backbone_sha256: str, path: Path | None = None, table: Table | None = None) -> None:
-        """Persisted on `path`, or in another process's store (`table`: see cluster.py)."""
+        """Persisted on `path`, or in another process's store (`table`: see train/ray_runner.py)."""
         self.inner = inner
         self.hidden_size = inner.hidden_size
         produced_by = json.dumps(inner.numerics, sort_keys=True)  # see llamacpp.numerics

@@ -5,8 +5,8 @@ events; a reply is `truncated` when it stopped for "max_tokens"."""
 
 from __future__ import annotations
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.base import Stopwatch
 from trinity_cli.providers.errors import classify
 from trinity_cli.providers.keys import api_key

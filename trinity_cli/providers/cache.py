@@ -14,10 +14,10 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Provider, Reply, Request, RetryHook, TextCallback
 from trinity_cli.core.records import Truncation
-from trinity_cli.store import KeyValueStore, Table
+from trinity_cli.pool.spec import AgentSpec
+from trinity_cli.store.table import KeyValueStore, Table
 
 
 @dataclass

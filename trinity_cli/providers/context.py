@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import (
     CHAT_TEMPLATE_TOKENS,
     Provider,
@@ -26,6 +25,7 @@ from trinity_cli.core.provider import (
 )
 from trinity_cli.core.records import Truncation
 from trinity_cli.errors import UsageError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.base import estimate_tokens
 
 BYTES_PER_TOKEN = 4  # estimate_tokens' rate

@@ -5,8 +5,8 @@ from __future__ import annotations
 import email.utils
 from datetime import datetime, timezone
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.errors import ProviderError, redact
+from trinity_cli.pool.spec import AgentSpec
 
 MESSAGE_CHARS = 400
 

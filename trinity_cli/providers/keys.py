@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.errors import ConfigError, remember_secret
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.base import is_loopback
 
 LOOPBACK_PLACEHOLDER = "no-key-needed-for-loopback"

@@ -11,7 +11,7 @@ the continuations " ACCEPT" and " REJECT" and reports the likelier one.
 (`tokenizer.chat_template`, with llama-cpp-python's Jinja2 formatter); a GGUF without one is a
 configuration error.
 
-The weights are the process's one load of the file (`trinity_cli/llamacpp.py`), shared with the
+The weights are the process's one load of the file (`trinity_cli/llama/capi.py`), shared with the
 coordinator when it runs on the same GGUF. Agents on the same file and context size share one
 llama.cpp context, one call at a time (a lock: concurrent episodes in train and eval take
 turns). Each call evaluates its prompt from scratch, so a call's reply depends only on the call
@@ -38,13 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
 from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
-from trinity_cli.embedded import resolve_model
 from trinity_cli.errors import ConfigError, UsageError
-from trinity_cli.llamacpp import Model, decode, default_threads, load_model, spans
+from trinity_cli.llama.capi import Model, decode, default_threads, load_model, spans
+from trinity_cli.llama.gguf import resolve_model
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.base import Stopwatch
 
 # HumanEval's stop sequences: a completed function ends where top-level code starts.

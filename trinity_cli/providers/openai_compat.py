@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from trinity_cli.config import AgentSpec, default_token_param
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
+from trinity_cli.pool.spec import AgentSpec, default_token_param
 from trinity_cli.providers.base import Stopwatch, estimate_tokens
 from trinity_cli.providers.errors import classify
 from trinity_cli.providers.keys import api_key

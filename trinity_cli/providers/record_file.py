@@ -1,6 +1,6 @@
 """Record files: real models' recorded answers, read once per file per process and validated.
 
-The format is documented in `trinity_cli/bundled.py` (JSON Lines, gzip allowed). Every line is
+The format is documented in `trinity_cli/pool/bundled.py` (JSON Lines, gzip allowed). Every line is
 checked: a bad one is a ConfigError (exit 3) naming `file:line` and what is wrong, so a user's
 record fails before any episode runs, never halfway through a training run. An empty `code` is
 not bad: real models sometimes return nothing, and that answer is replayed, and fails.

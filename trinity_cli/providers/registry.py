@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from trinity_cli.config import EMBEDDED, AgentSpec
 from trinity_cli.core.episode import Agent
 from trinity_cli.core.provider import Prices, Provider
 from trinity_cli.core.roles import Role
+from trinity_cli.pool.spec import EMBEDDED, AgentSpec
 from trinity_cli.providers.base import is_loopback
 from trinity_cli.providers.cache import CachingProvider, ResponseStore
 from trinity_cli.providers.retry import RetryingProvider

@@ -53,11 +53,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
 from trinity_cli.core.roles import Role, syntax_error
 from trinity_cli.core.transcript import Problem
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.providers.record_file import load_record
 from trinity_cli.providers.sim import mutants
@@ -291,8 +291,8 @@ def recorded_prompts(task_ids: set[str]) -> dict[str, Task]:
 def coordinator_tokens(model: str) -> TokenCounter:
     """Token counts by the coordinator's tokenizer (`model`: a GGUF path or "embedded"),
     loaded on first use: the same load the coordinator makes, so it costs nothing in train."""
-    from trinity_cli.embedded import resolve_model
-    from trinity_cli.llamacpp import load_model
+    from trinity_cli.llama.capi import load_model
+    from trinity_cli.llama.gguf import resolve_model
 
     loaded = functools.cache(lambda: load_model(resolve_model(model)))
     return lambda text: len(loaded().tokenize(text, bos=False)) if text else 0

@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Provider, Reply, Request, RetryHook, TextCallback
 from trinity_cli.errors import ProviderError
+from trinity_cli.pool.spec import AgentSpec
 
 RETRYABLE = ("rate_limit", "server", "network")
 BACKOFF_BASE_S = 0.5

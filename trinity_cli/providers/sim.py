@@ -22,10 +22,10 @@ import hashlib
 from collections.abc import Mapping
 from typing import ClassVar
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
 from trinity_cli.core.roles import Role
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.base import estimate_tokens
 from trinity_cli.tasks.taskset import Task
 

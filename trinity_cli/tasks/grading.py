@@ -47,7 +47,7 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from trinity_cli.store import KeyValueStore, Table
+from trinity_cli.store.table import KeyValueStore, Table
 from trinity_cli.tasks.samples import output_difference
 from trinity_cli.tasks.sandbox import Limits, run_python
 from trinity_cli.tasks.taskset import Task
@@ -271,7 +271,7 @@ class Grader:
     SCHEMA = ("grades", "passed", "INTEGER")
 
     def __init__(self, path: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, table: Table | None = None) -> None:
-        """Remembered on `path`, or in another process's store (`table`: see cluster.py)."""
+        """Remembered on `path`, or in another process's store (`table`: see train/ray_runner.py)."""
         self.timeout_s = timeout_s
         self.path = path
         self.memory: dict[str, bool] = {}

@@ -52,7 +52,7 @@ class Task:
 
     @property
     def has_tests(self) -> bool:
-        """False for a task graded only by a recorded pass rate (see bundled.py)."""
+        """False for a task graded only by a recorded pass rate (see pool/bundled.py)."""
         return bool(self.test.strip()) if self.cases is None else bool(self.cases.all)
 
     @property

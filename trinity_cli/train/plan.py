@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.provider import Prices, Request
 from trinity_cli.core.roles import COMPLETION_LEADS, SYSTEM_PROMPTS, Role
 from trinity_cli.core.transcript import AGENT_VIEW_CHARS, Transcript, Turn
+from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.es import TrainSettings, batch_for
 from trinity_cli.train.fixed import family

@@ -1,5 +1,5 @@
 """Where episodes run: on this machine's threads (`LocalRunner`) or on a Ray cluster
-(`trinity_cli.cluster.RayRunner`), behind one `map`.
+(`trinity_cli.train.ray_runner.RayRunner`), behind one `map`.
 
 Work travels as data, never as closures over this process's objects: an `Episode` names its
 task, policy, agents (indices into the pool) and seeds, and an `OracleTask` its plans, so another

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from trinity_cli.config import EMBEDDED, AgentSpec
+from trinity_cli.pool.spec import EMBEDDED, AgentSpec
 
 DEFAULT_KEY_ENVS = {
     "openai": ("OPENAI_API_KEY",),

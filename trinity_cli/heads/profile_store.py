@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli import paths
-from trinity_cli.config import AgentSpec
 from trinity_cli.core.profile import DEFINITION, Profile
+from trinity_cli.pool.spec import AgentSpec
 
 
 @dataclass(frozen=True)

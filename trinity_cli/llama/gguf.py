@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 from trinity_cli import paths
-from trinity_cli.config import EMBEDDED
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import EMBEDDED
 
 EMBEDDED_NAME = "gemma-3-270m-q4_k_m.gguf"
 

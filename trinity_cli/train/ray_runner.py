@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli import __version__
-from trinity_cli.config import Pool
 from trinity_cli.core.budget import Budget
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
+from trinity_cli.pool.spec import Pool
 from trinity_cli.tasks.taskset import Task
 
 NETWORK_CPUS = 0.5  # a worker whose agents all wait on the network: 4 fit on 2 CPUs
@@ -82,7 +82,7 @@ class Keeper:
     def __init__(self, paths: dict[str, str | None]) -> None:
         from trinity_cli.coordinator.memo import MemoCoordinator
         from trinity_cli.providers.cache import ResponseStore
-        from trinity_cli.store import KeyValueStore, MemoryTable, Table
+        from trinity_cli.store.table import KeyValueStore, MemoryTable, Table
         from trinity_cli.tasks.grading import Grader
 
         schemas = {"replies": ResponseStore.SCHEMA, "grades": Grader.SCHEMA, "states": MemoCoordinator.SCHEMA}

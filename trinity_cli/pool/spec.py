@@ -93,7 +93,7 @@ _COORDINATOR_KEYS = {f.name for f in fields(CoordinatorSpec)}
 
 def find_pool_file(flag: str | None) -> Path | None:
     """The pool file to use, by the documented precedence; None means the built-in default."""
-    from trinity_cli.bundled import pool_names, pool_path
+    from trinity_cli.pool.bundled import pool_names, pool_path
 
     for given in (flag, os.environ.get("TRINITY_POOL")):
         if given:
@@ -246,7 +246,7 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
 def _replay(source: str, raw: dict[str, Any], bad: Callable[[str, str], ConfigError]) -> None:
     """A replay agent: its record found (beside the pool file, as written, or a bundled name)
     and its roles kept to those a recorded model can play."""
-    from trinity_cli.bundled import record_path
+    from trinity_cli.pool.bundled import record_path
 
     if not isinstance(raw.get("record"), str) or not raw["record"].strip():
         raise bad("record", "is required for provider \"replay\": a record file's path or a bundled record's name")

@@ -105,7 +105,7 @@ def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats:
     seconds: dict[str, float | None] = {}
     for name, (extra_bufts, flash_attn, swa_full, n_batch) in RAW_CONFIGS.items():
         child = subprocess.run(
-            [sys.executable, "-c", "from trinity_cli.bench import raw_eval_child; raw_eval_child()"],
+            [sys.executable, "-c", "from trinity_cli.bench.measure import raw_eval_child; raw_eval_child()"],
             input=json.dumps({"model": str(model_path), "tokens": tokens, "threads": threads, "repeats": repeats,
                               "extra_bufts": extra_bufts, "flash_attn": flash_attn, "swa_full": swa_full,
                               "n_batch": n_batch}),
@@ -121,7 +121,7 @@ def raw_eval_child() -> None:
     """The child side of raw_eval_seconds: reads its job as JSON on stdin, prints seconds."""
     import llama_cpp as ll
 
-    from trinity_cli.llamacpp import decode, quiet_llama_logs, spans
+    from trinity_cli.llama.capi import decode, quiet_llama_logs, spans
 
     job = json.load(sys.stdin)
     quiet_llama_logs()
@@ -160,12 +160,14 @@ def _reply_of(coordinator: Any, tokens: int) -> str:
     return body + "    return total\n```"
 
 
-def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
+def streamed_call_share(coordinator: Any, repeats: int, make_display: Callable[[Any], Callable[[Any], None]]
+                        ) -> dict[str, float]:
     """Coordinator seconds after a streamed ~300-token reply's last piece ÷ the turn's wall time.
 
     The reply arrives in word-sized pieces at even intervals over REPLY_SECONDS; overlapped,
     `stream_turn` encodes them as they come (as `solve` does for remote agents); not
-    overlapped, the whole reply is encoded after it ends."""
+    overlapped, the whole reply is encoded after it ends. `make_display` builds solve's live
+    display on a Rich console (the caller's: the bench sits below the CLI)."""
     before = _transcript_of(coordinator, 1024)
     reply = _reply_of(coordinator, REPLY_TOKENS)
     pieces = re.findall(r"\s*\S+", reply)
@@ -195,10 +197,8 @@ def streamed_call_share(coordinator: Any, repeats: int) -> dict[str, float]:
         """Overlapped, with solve's live display drawing the reply on a (virtual) terminal."""
         from rich.console import Console
 
-        from trinity_cli.cli.display import TurnDisplay
-
         with open(os.devnull, "w") as sink:
-            return overlapped(TurnDisplay(Console(file=sink, force_terminal=True, width=120)))
+            return overlapped(make_display(Console(file=sink, force_terminal=True, width=120)))
 
     def not_overlapped() -> float:
         coordinator.reset()
@@ -278,7 +278,7 @@ def peak_rss_mb(command: list[str]) -> float:
 
 def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
     """A real training run on the sim pool with cold caches (a fresh TRINITY_HOME)."""
-    from trinity_cli.config import load_pool
+    from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import memo_coordinator, open_caches
     from trinity_cli.tasks.taskset import load_humaneval, select_split
@@ -322,7 +322,7 @@ def recorded_train_throughput() -> dict[str, Any]:
     """Training at paper scale on the bundled recorded pool (5 turns): once with cold caches (a
     fresh TRINITY_HOME: every turn replayed, graded and encoded for the first time), then again
     in the same home (warm: the states, grades and verdicts on disk). Episodes are the search's."""
-    from trinity_cli.config import load_pool
+    from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import memo_coordinator, open_caches
     from trinity_cli.tasks.taskset import load_tasks, select_split
@@ -396,9 +396,9 @@ def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
     taking NETWORK_LATENCY_S more."""
     from dataclasses import replace
 
-    from trinity_cli.config import load_pool
     from trinity_cli.coordinator.memo import MemoCoordinator
     from trinity_cli.core.transcript import CURRENT_FORMAT
+    from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import backbone_of, build_coordinator
     from trinity_cli.tasks.grading import Grader
@@ -485,12 +485,12 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
         import ray
     except ImportError:
         return {"ray_speedup_1s_agent": None, "ray_overhead_1_worker": None, "ray": "not installed (the ray extra)"}
-    from trinity_cli.cluster import connect, ray_runner
-    from trinity_cli.config import load_pool
     from trinity_cli.core.transcript import CURRENT_FORMAT
+    from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.registry import build_agents
     from trinity_cli.runtime import backbone_of, memo_coordinator, open_caches
     from trinity_cli.tasks.taskset import load_humaneval
+    from trinity_cli.train.ray_runner import connect, ray_runner
     from trinity_cli.train.runner import LocalRunner, Players
 
     tasks = load_humaneval()
@@ -532,8 +532,9 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
                     "seconds_sim_here": round(here, 2), "seconds_sim_1_ray_worker": round(on_ray, 2)}}
 
 
-def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> dict[str, Any]:
-    from trinity_cli.config import load_pool
+def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int,
+            make_display: Callable[[Any], Callable[[Any], None]]) -> dict[str, Any]:
+    from trinity_cli.pool.spec import load_pool
     from trinity_cli.runtime import build_coordinator, coordinator_path
 
     pool = load_pool(None)
@@ -550,7 +551,7 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int) -> di
     raw_by_config = raw_eval_seconds(coordinator_path(pool), ids, coordinator.n_threads, repeats)
     raw = min(t for t in raw_by_config.values() if t is not None)
     same_attention = raw_by_config[SAME_KERNELS]
-    stream = streamed_call_share(coordinator, repeats)
+    stream = streamed_call_share(coordinator, repeats, make_display)
     settings = tuning(coordinator)
     coordinator.close()
     training = train_throughput(sim_pool, generations)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from trinity_cli.errors import ConfigError
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,6 @@ def pools() -> list[BundledPool]:
 
 def pool_names() -> list[str]:
     return _names(DATA / "pools", ".toml")
-
-
-def task_set_names() -> list[str]:
-    from trinity_cli.tasks.taskset import task_set_names as names
-
-    return names()
 
 
 def pool_path(name_or_path: str) -> Path:

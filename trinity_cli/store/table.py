@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 class Table(Protocol):
     """What the caches need of a store: a KeyValueStore here, a cluster worker's view of the
-    driver's stores there (cluster.py)."""
+    driver's stores there (train/ray_runner.py)."""
 
     def get(self, key: str) -> Any | None: ...
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli import paths
-from trinity_cli.config import Pool
 from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.core.transcript import FORMATS
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.spec import Pool
 
 FORMAT_VERSION = 1
 UNIVERSAL = "universal"  # metadata `kind` of the pool-agnostic head (core.head.UniversalHead)

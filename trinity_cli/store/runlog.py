@@ -30,8 +30,8 @@ from trinity_cli.core.events import CheckFinished, EpisodeFinished, Event, TurnF
 from trinity_cli.errors import ConfigError, TrinityError, redact
 
 if TYPE_CHECKING:
-    from trinity_cli.config import Pool
     from trinity_cli.core.records import EpisodeResult, TurnRecord
+    from trinity_cli.pool.spec import Pool
 
 FILE_NAME = "runs.sqlite"
 BUSY_TIMEOUT_S = 5.0  # a writer waits this long for another one's lock before giving up

@@ -1,0 +1,1 @@
+"""`trinity bench`: the coordinator's costs, measured as ratios in one run."""
