@@ -1,6 +1,6 @@
-"""Which head a run routes with: --weights > TRINITY_WEIGHTS > [coordinator] weights in the pool
-file > the newest user head that fits > the newest shipped head that fits > the fallback
-pipeline; each step shown winning over the ones after it, and `trinity pool` saying which and why."""
+"""Which head a run routes with (heads/precedence.py, the rule's one copy): each step shown
+winning over the ones after it, `trinity pool` saying which and why, and every place that
+states the rule quoting that copy."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.cli import SIM_POOL, trinity
+from support.cli import EXAMPLES, SIM_POOL, trinity
 
 from trinity_cli.errors import ConfigError
 from trinity_cli.heads.files import shipped_dir, user_heads_dir
+from trinity_cli.heads.precedence import RULE, STEPS
 from trinity_cli.pool.spec import load_pool
 from trinity_cli.runtime import choose_policy
 
@@ -159,3 +160,12 @@ def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
     result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--generations", "1")
     assert result.returncode == 3 and "holds an unfinished run: --resume continues it" in result.stderr
     assert (workdir / "h.ckpt").read_bytes() == b"an unfinished run"
+
+
+def test_the_rule_is_written_once_and_quoted_by_the_help_and_the_readme():
+    assert len(STEPS) == 7 and RULE.count(" > ") == 6
+    quoted = {"solve --help": trinity("solve", "--help").stdout, "pool --help": trinity("pool", "--help").stdout,
+              "README.md": (EXAMPLES.parent / "README.md").read_text()}
+    for where, text in quoted.items():
+        assert RULE in " ".join(text.split()), where  # the same words in the same order, however wrapped
+

@@ -72,13 +72,9 @@ class HeadChoice:
 
 
 def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> HeadChoice:
-    """The head a run uses; the first step that gives one wins:
-
-    `--weights` > `TRINITY_WEIGHTS` > `[coordinator] weights` in the pool file (each a path or
-    a head's name, and it must fit, else exit 3; `none` is the fallback) > the newest user head
-    that fits the pool and coordinator > the newest shipped head that fits > the shipped
-    universal head, when every agent has a profile for it (`trinity profile`) > the fallback
-    pipeline (with a warning that says why).
+    """The head a run uses, by the rule of heads/precedence.py (`RULE`). A named head (the
+    first three steps) must fit, else exit 3; `none` is the fallback, which otherwise comes with
+    a warning that says why.
 
     A head in any transcript format this version reads fits: the coordinator is then built for
     that format (`HeadChoice.transcript_format`)."""

@@ -9,16 +9,14 @@ import typer
 
 from trinity_cli.cli.console import stderr
 from trinity_cli.cli.options import PoolOption
+from trinity_cli.heads.precedence import RULE
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 HELP = """List the pool's agents and whether each is usable: key present, server reachable,
-model file present; and which head `trinity solve` would route with, and why (--weights >
-TRINITY_WEIGHTS > [coordinator] weights in the pool file > the newest user head that fits >
-the newest shipped head that fits > the universal head when every agent has a profile > the
-fallback pipeline; --weights checks that head), and each agent's profile (`trinity profile`)
-and its age. Exit 0
+model file present; and which head `trinity solve` would route with, and why (""" + RULE + """;
+--weights checks that head), and each agent's profile (`trinity profile`) and its age. Exit 0
 when every agent is usable and the head solve would use fits, 3 otherwise (or on a bad pool
 file). With --list: the bundled recorded pools and task sets.
 

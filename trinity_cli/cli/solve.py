@@ -13,6 +13,7 @@ import typer
 
 from trinity_cli.cli.console import stderr
 from trinity_cli.cli.options import PoolOption
+from trinity_cli.heads.precedence import RULE
 
 HELP = """Solve one coding problem (a Markdown or text file; - or a pipe for stdin).
 
@@ -35,10 +36,8 @@ lines), or else its samples ("Sample Input 1" / "Sample Output 1", or "Input" / 
 answer also passes them in the sandbox; a failing answer at the end is verdict tests_failed
 (exit 6). --no-tests skips it.
 
-Weights, first match wins: --weights (a path or a head's name) > TRINITY_WEIGHTS > [coordinator]
-weights in the pool file > the newest head you trained that fits the pool and coordinator (the
-user heads folder) > the newest shipped head that fits > the universal head when every agent
-has a profile (`trinity profile`) > the fallback pipeline thinker -> worker -> verifier. `trinity pool` says which and why; --weights none forces the fallback.
+Weights, """ + RULE + """. `trinity pool` says which and why; --weights none forces the
+fallback.
 
 An answer that does not parse as Python is never accepted, tests or not.
 
