@@ -129,3 +129,14 @@ def home(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
     monkeypatch.delenv("TRINITY_NO_LOG", raising=False)
     return workdir / "home"
+
+
+@pytest.fixture()
+def server():
+    """A loopback server speaking a provider's wire format (tests/support/wire), scripted by the test."""
+    from support.wire.server import WireServer
+
+    wire = WireServer()
+    yield wire
+    wire.close()
+

@@ -25,13 +25,6 @@ PROBLEM_MD = "# Add\n\nWrite `add(a, b)`.\n\n```python\ndef add(a, b):\n```\n"
 PRICES = 'price_in = 2.0\nprice_out = 8.0\nmax_tokens = 100\n'  # $ per million tokens
 
 
-@pytest.fixture()
-def server():
-    wire = WireServer()
-    yield wire
-    wire.close()
-
-
 def pool_file(workdir, server, prices: str = PRICES):
     (workdir / "pool.toml").write_text(
         f'[[agents]]\nname="paid"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\n{prices}')

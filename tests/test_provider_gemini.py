@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.wire.server import Scripted, WireServer, gemini_chunk, sse
+from support.wire.server import Scripted, gemini_chunk, sse
 
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
@@ -14,13 +14,6 @@ from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers.gemini import GeminiProvider
 
 REQUEST = Request(Role.THINKER, "system prompt", "## Task\n\nreverse a list")
-
-
-@pytest.fixture()
-def server():
-    s = WireServer()
-    yield s
-    s.close()
 
 
 def spec(url: str, **kw) -> AgentSpec:

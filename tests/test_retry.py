@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from support.wire.server import Scripted, WireServer, openai_json, openai_stream
+from support.wire.server import Scripted, openai_json, openai_stream
 
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
@@ -19,13 +19,6 @@ from trinity_cli.providers.retry import RetryingProvider
 REQUEST = Request(Role.WORKER, "system", "write add")
 OK = openai_stream("def add(a, b): return a + b")
 OK_PLAIN = openai_json("def add(a, b): return a + b")
-
-
-@pytest.fixture()
-def server():
-    wire = WireServer()
-    yield wire
-    wire.close()
 
 
 def provider(server, waits, **kw):
