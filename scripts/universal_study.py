@@ -159,7 +159,9 @@ def train_command(args: argparse.Namespace) -> None:
         backbone_of(pool), head.mean.shape[0], head, numerics=coordinator.numerics,
         training={"how": "scripts/universal_study.py train", "tasks": "evalperf", "split": "train",
                   "models": split["train"], "calibration_tasks": [t.task_id for t in calibration],
-                  **asdict(settings), "skill_weight": setting["skill_weight"], "pool_sizes": [2, 6], "history": result.training.history,
+                  **asdict(settings), "skill_weight": setting["skill_weight"], "pool_sizes": [2, 6],
+                  "start": {"fitness": result.training.start.fitness}, "fitness": result.training.fitness,
+                  "kept_start": result.training.kept_start, "history": result.training.history,
                   "seconds": round(time.perf_counter() - started, 1)}))
     print(f"wrote {out}")
 
