@@ -273,7 +273,7 @@ def test_stream_turn_encodes_the_reply_on_a_background_thread(coordinator):
 
 def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
     """Through the real OpenAI SDK: the decision after a slowly streamed reply evaluates its tail only."""
-    from scripted import ScriptedPolicy
+    from support.scripted import ScriptedPolicy
     from support.wire.server import WireServer, openai_stream
 
     from trinity_cli.core.episode import run_episode

@@ -71,7 +71,7 @@ def test_the_package_imports_only_declared_dependencies():
 
 def test_the_tests_import_only_declared_dependencies():
     declared = distribution_names(PROJECT["dependencies"] + PROJECT["optional-dependencies"]["test"])
-    local = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"wire", "trinity_cli", "solution"}
+    local = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"support", "trinity_cli", "solution"}
     assert undeclared_imports(ROOT / "tests", declared, local) == {}
 
 

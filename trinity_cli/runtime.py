@@ -26,6 +26,7 @@ from trinity_cli.heads.files import (
     shipped_dir,
     user_heads_dir,
 )
+from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import BUILTIN_POOL, EMBEDDED, Pool
 
 WEIGHTS_NONE = "none"
@@ -219,7 +220,8 @@ def check_offline(pool: Pool) -> None:
 
 def check_prices(pool: Pool) -> None:
     """Under --budget-usd every paid agent needs known prices, or the budget means nothing."""
-    unpriced = [a.name for a in pool.agents if a.provider != "local" and (a.price_in is None or a.price_out is None)]
+    unpriced = [a.name for a in pool.agents
+                if kind_of(a.provider).priced and (a.price_in is None or a.price_out is None)]
     if unpriced:
         raise ConfigError(
             f"--budget-usd: agents {', '.join(unpriced)} have no price_in/price_out in the pool file"

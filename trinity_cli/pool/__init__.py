@@ -1,1 +1,1 @@
-"""The pool: its TOML spec and loading, the bundled pools and records, its checks."""
+"""The pool: its TOML spec and loading, the providers it may name, the bundled pools and records."""

@@ -20,18 +20,15 @@ from typing import Any
 
 from trinity_cli import paths
 from trinity_cli.errors import ConfigError
+from trinity_cli.pool.providers import KINDS, REPLAY_ROLES, ROLES
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-PROVIDERS = ("openai", "anthropic", "gemini", "local", "sim", "replay")
-SIM_KEYS = ("skills", "default_skill", "thinker_boost", "verifier_accuracy", "seed")
-REPLAY_ROLES = ("worker", "verifier")  # a replayed model has no recorded plans: it cannot think
 MODES = ("chat", "completion")
-TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
-ROLES = ("thinker", "worker", "verifier")  # the names core.roles.Role takes  # the request key that carries max_tokens
+TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")  # the request key that carries max_tokens
 EMBEDDED = "embedded"
 BUILTIN_POOL = "built-in offline default"
 
@@ -176,8 +173,9 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
             raise bad(key, "is required and must be a non-empty string")
     name = raw["name"]
     where = f"agents[{name}]"
-    if raw["provider"] not in PROVIDERS:
-        raise bad("provider", f"is {raw['provider']!r}; known providers: {', '.join(PROVIDERS)}")
+    if raw["provider"] not in KINDS:
+        raise bad("provider", f"is {raw['provider']!r}; known providers: {', '.join(KINDS)}")
+    kind = KINDS[raw["provider"]]
     for key in ("base_url", "api_key_env"):
         if key in raw and not isinstance(raw[key], str):
             raise bad(key, "must be a string")
@@ -195,16 +193,14 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
             raise bad(key, "must be a positive integer")
     if "retries" in raw and (isinstance(raw["retries"], bool) or not isinstance(raw["retries"], int) or raw["retries"] < 0):
         raise bad("retries", "must be an integer, zero or more")
-    if "mode" in raw:
-        if raw["provider"] != "local":
-            raise bad("mode", "applies to provider \"local\" only")
-        if raw["mode"] not in MODES:
-            raise bad("mode", f"is {raw['mode']!r}; use \"chat\" or \"completion\"")
-    if "token_param" in raw:
-        if raw["provider"] != "openai":
-            raise bad("token_param", "applies to provider \"openai\" only")
-        if raw["token_param"] not in TOKEN_PARAMS:
-            raise bad("token_param", f"is {raw['token_param']!r}; use \"max_completion_tokens\" or \"max_tokens\"")
+    for key in raw:
+        owners = [other.name for other in KINDS.values() if key in other.keys]
+        if owners and key not in kind.keys:
+            raise bad(key, f"applies to provider \"{owners[0]}\" only")
+    if "mode" in raw and raw["mode"] not in MODES:
+        raise bad("mode", f"is {raw['mode']!r}; use \"chat\" or \"completion\"")
+    if "token_param" in raw and raw["token_param"] not in TOKEN_PARAMS:
+        raise bad("token_param", f"is {raw['token_param']!r}; use \"max_completion_tokens\" or \"max_tokens\"")
     if "roles" in raw:
         roles = raw["roles"]
         if not isinstance(roles, list) or not roles or not all(r in ROLES for r in roles) or len(set(roles)) < len(roles):
@@ -217,13 +213,9 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
         if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
             raise bad("stop", "must be a string or a list of non-empty strings")
         raw["stop"] = tuple(stop)
-    for key in SIM_KEYS:
-        if key in raw and raw["provider"] != "sim" and not (key == "seed" and raw["provider"] == "replay"):
-            raise bad(key, "applies to provider \"sim\" only")
     if raw["provider"] == "replay":
         _replay(source, raw, bad)
-    elif "record" in raw:
-        raise bad("record", "applies to provider \"replay\" only")
+    raw.setdefault("roles", kind.roles)
     if "skills" in raw:
         skills = raw["skills"]
         if not isinstance(skills, dict) or not all(_probability(v) for v in skills.values()):
@@ -256,7 +248,6 @@ def _replay(source: str, raw: dict[str, Any], bad: Callable[[str, str], ConfigEr
         raise bad("record", f"cannot be found: {exc.message}") from None
     if "thinker" in raw.get("roles", ()):
         raise bad("roles", f"includes thinker, but a replay agent only replays recorded programs: use a subset of {list(REPLAY_ROLES)}")
-    raw.setdefault("roles", REPLAY_ROLES)
 
 
 def default_token_param(base_url: str | None) -> str:

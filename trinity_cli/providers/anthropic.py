@@ -19,7 +19,7 @@ class AnthropicProvider:
         self.spec = spec
         self.prices = Prices(spec.price_in, spec.price_out)
         self._client = anthropic.Anthropic(
-            api_key=api_key(spec, default_env="ANTHROPIC_API_KEY"),
+            api_key=api_key(spec),
             base_url=spec.base_url,
             timeout=spec.timeout_s,
             max_retries=0,

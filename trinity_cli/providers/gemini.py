@@ -26,7 +26,7 @@ class GeminiProvider:
         self._types = types
         options = types.HttpOptions(base_url=spec.base_url, timeout=int(spec.timeout_s * 1000))
         self._client = genai.Client(
-            api_key=api_key(spec, default_env=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+            api_key=api_key(spec),
             http_options=options,
         )
 

@@ -52,7 +52,7 @@ class OpenAIProvider:
             sys.stderr.write(f"warning: agent {spec.name!r}: {spec.model} is a reasoning model that takes only its "
                              f"default temperature; temperature = {spec.temperature:g} from the pool is not sent\n")
         self.prices = Prices(spec.price_in, spec.price_out)
-        key = api_key(spec, default_env="OPENAI_API_KEY")
+        key = api_key(spec)
         self._client = openai.OpenAI(
             api_key=key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=0
         )

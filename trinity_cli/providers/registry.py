@@ -1,4 +1,5 @@
-"""The pool file's `provider` string → the class that serves it (imported on first use)."""
+"""Agents from a pool: each agent's provider built as its kind declares (pool.providers),
+imported on first use."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from trinity_cli.core.episode import Agent
 from trinity_cli.core.provider import Prices, Provider
 from trinity_cli.core.roles import Role
+from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import EMBEDDED, AgentSpec
 from trinity_cli.providers.base import is_loopback
 from trinity_cli.providers.cache import CachingProvider, ResponseStore
@@ -18,28 +20,19 @@ from trinity_cli.tasks.taskset import Task
 if TYPE_CHECKING:
     from trinity_cli.providers.replay import ReplayProvider
 
-PROVIDER_CLASSES = {
-    "openai": ("trinity_cli.providers.openai_compat", "OpenAIProvider"),
-    "anthropic": ("trinity_cli.providers.anthropic", "AnthropicProvider"),
-    "gemini": ("trinity_cli.providers.gemini", "GeminiProvider"),
-    "local": ("trinity_cli.providers.local_gguf", "LocalProvider"),
-}
-
-
-def build_provider(spec: AgentSpec, tasks: Mapping[str, Task] | None = None, coordinator_model: str = EMBEDDED) -> Provider:
-    if spec.provider == "sim":
-        from trinity_cli.providers.sim import SimProvider
-
-        return SimProvider(spec, tasks or {})
-    if spec.provider == "replay":
-        from trinity_cli.providers.replay import ReplayProvider, coordinator_tokens
-
-        return ReplayProvider(spec, tasks or {}, coordinator_tokens(coordinator_model))
-    module, name = PROVIDER_CLASSES[spec.provider]
-    provider: Provider = getattr(import_module(module), name)(spec)
-    if spec.provider == "local":
+def build_provider(spec: AgentSpec, tasks: Mapping[str, Task] | None = None, coordinator_model: str = EMBEDDED,
+                   store: ResponseStore | None = None) -> Provider:
+    """The provider its kind declares (pool.providers), retried and fitted to `n_ctx` where the
+    kind says so (a remote model's context is known only when the pool declares it)."""
+    kind = kind_of(spec.provider)
+    module, name = kind.implementation.split(":")
+    implementation = getattr(import_module(module), name)
+    if kind.from_tasks:
+        return implementation.for_tasks(spec, tasks or {}, coordinator_model, store)  # type: ignore[no-any-return]
+    provider: Provider = implementation(spec)
+    if not kind.retried:
         return provider
-    if spec.n_ctx is not None:  # a remote model's context is known only when the pool declares it
+    if spec.n_ctx is not None:
         from trinity_cli.providers.context import FittingProvider
 
         provider = FittingProvider(provider, spec, spec.n_ctx)
@@ -64,7 +57,8 @@ def build_agents(
     by_id = {t.task_id: t for t in tasks}
     agents = []
     for spec in specs:
-        prices = Prices(0.0, 0.0) if spec.provider == "local" else Prices(spec.price_in, spec.price_out)
+        kind = kind_of(spec.provider)
+        prices = Prices(spec.price_in, spec.price_out) if kind.priced else Prices(0.0, 0.0)
         max_tokens = spec.max_tokens
         if spec.provider == "replay":
             from trinity_cli.providers.replay import reply_token_bound
@@ -75,16 +69,16 @@ def build_agents(
             provider = build_provider(spec, by_id)
             if store is not None:
                 provider = CachingProvider(provider, spec, store)
-        agents.append(Agent(spec.name, provider, max_tokens, prices, remote=spec.provider not in ("local", "sim", "replay"),
+        agents.append(Agent(spec.name, provider, max_tokens, prices, remote=kind.network,
                             roles=frozenset(Role(r) for r in spec.roles)))
     return agents
 
 
 def _replay(spec: AgentSpec, by_id: Mapping[str, Task], coordinator_model: str, tasks: Sequence[Task],
             problem: str | None, store: ResponseStore | None) -> ReplayProvider:
-    from trinity_cli.providers.replay import ReplayProvider, coordinator_tokens
+    from trinity_cli.providers.replay import ReplayProvider
 
-    provider = ReplayProvider(spec, by_id, coordinator_tokens(coordinator_model), store)
+    provider = ReplayProvider.for_tasks(spec, by_id, coordinator_model, store)
     if tasks:
         provider.require(tasks)
     if problem is not None:
@@ -94,4 +88,4 @@ def _replay(spec: AgentSpec, by_id: Mapping[str, Task], coordinator_model: str, 
 
 def is_offline(spec: AgentSpec) -> bool:
     """True when calling the agent needs no network: local models, recorded answers, loopback servers."""
-    return spec.provider in ("local", "sim", "replay") or is_loopback(spec.base_url)
+    return not kind_of(spec.provider).network or is_loopback(spec.base_url)

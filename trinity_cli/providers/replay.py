@@ -97,6 +97,13 @@ class ReplayProvider:
         self._verdicts: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
+    @classmethod
+    def for_tasks(cls, spec: AgentSpec, tasks: Mapping[str, Task], coordinator_model: str,
+                  store: ResponseStore | None) -> ReplayProvider:
+        """How the registry builds it (pool.providers: `from_tasks`): replies counted in the
+        coordinator's tokens."""
+        return cls(spec, tasks, coordinator_tokens(coordinator_model), store)
+
     def require(self, tasks: Sequence[Task]) -> None:
         """train / eval: the record must hold this model's answer to every task of the set."""
         missing = [t.task_id for t in tasks if not self.record.has(self.spec.model, t.task_id)]

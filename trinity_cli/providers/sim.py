@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
 from trinity_cli.core.roles import Role
@@ -37,6 +37,11 @@ class SimProvider:
         self.spec = spec
         self.prices = Prices(spec.price_in or 0.0, spec.price_out or 0.0)
         self.tasks = tasks
+
+    @classmethod
+    def for_tasks(cls, spec: AgentSpec, tasks: Mapping[str, Task], coordinator_model: str, store: Any) -> SimProvider:
+        """How the registry builds it (pool.providers: `from_tasks`)."""
+        return cls(spec, tasks)
 
     def _draw(self, request: Request, what: str) -> float:
         key = f"{self.spec.seed}\0{self.spec.name}\0{what}\0{request.sample}\0{request.system}\0{request.user}"

@@ -23,6 +23,7 @@ from itertools import accumulate
 from trinity_cli.core.provider import Prices, Request
 from trinity_cli.core.roles import COMPLETION_LEADS, SYSTEM_PROMPTS, Role
 from trinity_cli.core.transcript import AGENT_VIEW_CHARS, Transcript, Turn
+from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.es import TrainSettings, batch_for
@@ -45,7 +46,8 @@ class Tally:
 
     def __init__(self, agents: Sequence[AgentSpec]) -> None:
         self.agents = agents
-        self.unpriced = tuple(a.name for a in agents if a.provider != "local" and not Prices(a.price_in, a.price_out).known)
+        self.unpriced = tuple(a.name for a in agents
+                              if kind_of(a.provider).priced and not Prices(a.price_in, a.price_out).known)
         self.episodes = self.calls = 0
         self.worst = 0.0
         self.parts: dict[str, int] = {}
@@ -125,9 +127,10 @@ def turn_worst_usd(task: Task, agents: Sequence[AgentSpec], turn: int) -> float:
 
 
 def call_worst_usd(agent: AgentSpec, prompt_tokens: int) -> float:
-    if agent.provider == "local":
+    kind = kind_of(agent.provider)
+    if not kind.priced:
         return 0.0
-    attempts = 1 if agent.provider in ("sim", "replay") else 1 + agent.retries  # the others retry (providers.registry)
+    attempts = 1 + agent.retries if kind.retried else 1
     return attempts * Prices(agent.price_in, agent.price_out).usd(prompt_tokens, reply_tokens(agent))
 
 

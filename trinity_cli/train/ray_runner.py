@@ -37,6 +37,7 @@ from typing import Any
 from trinity_cli import __version__
 from trinity_cli.core.budget import Budget
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
+from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import Pool
 from trinity_cli.tasks.taskset import Task
 
@@ -380,8 +381,7 @@ def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Ta
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        network_bound = all(a.provider not in ("local", "sim", "replay") for a in pool.agents)
-        workers, cpus = cpu_shares(workers, float(ray.cluster_resources().get("CPU", 1)), network_bound)
+        workers, cpus = cpu_shares(workers, float(ray.cluster_resources().get("CPU", 1)), network_bound(pool))
         n_threads = max(1, int(cpus))
         paths = {"replies": str(caches.responses.path), "grades": _str(caches.grader.path),
                  "states": _str(caches.memo_path)}
@@ -406,6 +406,11 @@ def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Ta
             ray.kill(keeper)
         if started_here:
             ray.shutdown()
+
+
+def network_bound(pool: Pool) -> bool:
+    """Every agent waits on a network (its kind's `network`): workers then ask Ray for less CPU."""
+    return all(kind_of(a.provider).network for a in pool.agents)
 
 
 def cpu_shares(workers: int | None, cluster_cpus: float, network_bound: bool) -> tuple[int, float]:
