@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -66,21 +65,21 @@ def eval_command(
     ray: RayAddress = None,
     ray_workers: RayWorkers = None,
 ) -> int:
+    from trinity_cli.cli.dry_run import print_eval_plan
     from trinity_cli.core.budget import Budget
     from trinity_cli.errors import UsageError
-    from trinity_cli.providers.registry import build_agents
+    from trinity_cli.heads.files import head_names
     from trinity_cli.runtime import (
         FALLBACK,
+        build_run,
         choose_policy,
         load_run_pool,
-        memo_coordinator,
-        open_caches,
         warn_if_other_numerics,
     )
     from trinity_cli.store.runlog import disabled, summary_row
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
-    from trinity_cli.train.baselines import FixedOn, HeadUnderTest, evaluate
-    from trinity_cli.train.fitness import default_workers
+    from trinity_cli.train.baselines import FixedOn, HeadUnderTest, baseline_kinds, evaluate
+    from trinity_cli.train.curves import write_quality_cost_curve
 
     check_ray_flags(ray, ray_workers)
     kinds = baseline_kinds(baselines)
@@ -118,18 +117,12 @@ def eval_command(
     if dry_run:
         print_eval_plan(chosen, fixed_tasks, pool_cfg.agents, names, max_turns, sample, kinds, budget_usd)
         return 0
-    caches = open_caches(no_cache)
-    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
-    workers = workers or default_workers(agents)
-    coordinators: dict[str, Any] = {}  # one per transcript format; `--weights none` needs no GGUF
+    run = build_run(pool_cfg, all_tasks, no_cache, workers)
     heads = []
     for choice, name in zip(choices, names):
         coordinator = None
         if choice.policy.needs_hidden:
-            if choice.transcript_format not in coordinators:
-                coordinators[choice.transcript_format] = memo_coordinator(
-                    pool_cfg, caches, sessions=workers, transcript_format=choice.transcript_format)
-            coordinator = coordinators[choice.transcript_format]
+            coordinator = run.coordinator(choice.transcript_format)
             warn_if_other_numerics(choice, coordinator,
                                    lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False))
         head_weight = (choice.meta or {}).get("training", {}).get("cost_weight")
@@ -140,11 +133,11 @@ def eval_command(
                 "cost_weight": cost_weight, "baselines": list(kinds)}
     with summary_row("eval", f"{tasks}:{split}", pool_cfg, sources, settings, enabled=not disabled(no_log),
                      warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged, \
-            runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=workers, coordinators=coordinators,
-                       caches=caches) as runner:
+            runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=run.workers, coordinators=run.coordinators,
+                       caches=run.caches) as runner:
         with stderr.status(f"eval: {names[0]} on {len(chosen)} tasks…") as status:  # a terminal only
-            report = evaluate(chosen, agents, heads, caches.grader,
-                              max_turns=max_turns, samples=sample, seed=seed, workers=workers,
+            report = evaluate(chosen, run.agents, heads, run.caches.grader,
+                              max_turns=max_turns, samples=sample, seed=seed, workers=run.workers,
                               budget=budget, runner=runner, baselines=kinds,
                               fixed_on=FixedOn(fixed_tasks, cost_weight) if fixed_tasks else None,
                               on_row=lambda row: status.update(f"eval: {row.policy} {row.pass_at_1:.3f}; the next row…"))
@@ -159,7 +152,7 @@ def eval_command(
         print_table(report, rows, f"{tasks}:{split} · {scope} · {sources} · --max-turns {max_turns} (pipeline: rows "
                                   "play one turn per role, at least 3)")
     if len(heads) > 1:
-        written = write_curve(out_dir, rows, report.get("curve", []))
+        written = write_quality_cost_curve(out_dir, rows, report.get("curve", []))
         stderr.print(f"wrote {', '.join(str(w) for w in written)}", markup=False, highlight=False)
     overrun = budget.overrun_warning()
     if overrun:
@@ -172,38 +165,6 @@ def eval_command(
 
 
 DEFAULT_MAX_TURNS = 3  # eval's turn limit when the head does not say what it was trained with
-
-
-def baseline_kinds(value: str) -> tuple[str, ...]:
-    """--baselines: `all`, `none` or a comma list of row kinds (exit 2 naming an unknown one)."""
-    from trinity_cli.errors import UsageError
-    from trinity_cli.train.baselines import BASELINES
-
-    if value.strip().lower() == "all":
-        return BASELINES
-    if value.strip().lower() == "none":
-        return ()
-    kinds = [kind.strip() for kind in value.split(",")]
-    unknown = [kind for kind in kinds if kind not in BASELINES]
-    if unknown or not all(kinds):
-        raise UsageError(f"--baselines {value!r}: unknown row kind {unknown[0] if unknown else repr('')} "
-                         f"(kinds: {', '.join(BASELINES)}; or all, none)")
-    return tuple(kind for kind in BASELINES if kind in kinds)
-
-
-def print_eval_plan(tasks: list[Any], fixed_tasks: list[Any], agents: Any, heads: list[str], max_turns: int,
-                    samples: int, kinds: tuple[str, ...], budget_usd: float | None) -> None:
-    """--dry-run: every row's episodes, the calls and an upper bound of the cost, on stdout."""
-    from trinity_cli.cli.train import print_cost
-    from trinity_cli.train.plan import plan_evaluation
-
-    plan = plan_evaluation(tasks, fixed_tasks, agents, heads, max_turns=max_turns, samples=samples, baselines=kinds)
-    for row, episodes in plan.parts.items():
-        what = " (chosen among the plans on the train split, then played)" if row == "best-fixed" else ""
-        print(f"{row}: {episodes} episodes{what}")
-    print(f"episodes: {plan.episodes}; agent calls: at most {plan.calls} (episodes × their turn limit; "
-          "cached replies make none)")
-    print_cost(plan, budget_usd, "evaluation")
 
 
 def print_table(report: dict[str, Any], rows: list[Any], title: str) -> None:
@@ -240,58 +201,3 @@ def error_line(head: Any, single: Any, reduction: float | None) -> str:
     way = f"{reduction:.1%} fewer errors" if reduction > 0 else \
         f"{-reduction:.1%} more errors" if reduction < 0 else "as many errors"
     return f"{head.policy}: {way} than the best single ({single.policy}): {rates}"
-
-
-def head_names(weights: str | None) -> list[str | None]:
-    """--weights: one head, a comma list, or every head in a directory (by name); None: the one
-    solve would choose."""
-    from trinity_cli.errors import UsageError
-
-    if weights is None:
-        return [None]
-    directory = Path(weights).expanduser()
-    if directory.is_dir():
-        heads: list[str | None] = [str(p) for p in sorted(directory.glob("*.npz"))]
-        if not heads:
-            raise UsageError(f"--weights {weights}: the directory holds no heads (*.npz)")
-        return heads
-    names: list[str | None] = [name.strip() for name in weights.split(",")]
-    if not all(names):
-        raise UsageError(f"--weights {weights!r}: an empty name in the list")
-    return names
-
-
-def write_curve(out_dir: Path, rows: list[Any], curve: list[dict[str, Any]]) -> list[Path]:
-    """The heads' (usd per task, pass@1) beside every other row's point: CSV, and PNG when
-    matplotlib (the `plot` extra) is installed."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    weights = {point["head"]: point["cost_weight"] for point in curve}
-    path = out_dir / "eval-curve.csv"
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["policy", "kind", "cost_weight", "pass_at_1", "usd_per_task"])
-        for row in rows:
-            kind = "head" if row.policy in weights else "baseline"
-            writer.writerow([row.policy, kind, weights.get(row.policy, ""), round(row.pass_at_1, 4), row.usd_per_task])
-    written = [path]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return written
-    figure, axes = plt.subplots(figsize=(6, 4))
-    heads = sorted((r for r in rows if r.policy in weights), key=lambda r: r.usd_per_task)
-    axes.plot([r.usd_per_task for r in heads], [r.pass_at_1 for r in heads], "o-", label="heads")
-    for row in rows:
-        if row.policy not in weights:
-            axes.plot(row.usd_per_task, row.pass_at_1, "x", color="grey")
-            axes.annotate(row.policy, (row.usd_per_task, row.pass_at_1), fontsize=7)
-    axes.set_xlabel("$ per task")
-    axes.set_ylabel("pass@1")
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(out_dir / "eval-curve.png", dpi=120)
-    plt.close(figure)
-    return [*written, out_dir / "eval-curve.png"]

@@ -49,17 +49,9 @@ def profile(
     from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
     from trinity_cli.heads.files import in_head_format, is_universal, load_head, mismatches, resolve
     from trinity_cli.heads.profile_store import ProfileStore
-    from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runtime import (
-        backbone_of,
-        load_run_pool,
-        memo_coordinator,
-        open_caches,
-        profile_scale,
-    )
+    from trinity_cli.runtime import backbone_of, build_run, load_run_pool, profile_scale
     from trinity_cli.store.runlog import disabled, summary_row
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
-    from trinity_cli.train.fitness import default_workers
     from trinity_cli.train.plan import episode_worst_usd
     from trinity_cli.train.profile import calibration_tasks, problem_states, profile_agent
     from trinity_cli.train.runner import LocalRunner, Players
@@ -87,19 +79,17 @@ def profile(
             stderr.print(f"profiling {len(todo)} of {len(pool_cfg.agents)} agents on {n} tasks of {tasks}:train "
                          f"({len(todo) * n} calls); worst case ${worst:.4f}", markup=False, highlight=False)
         budget = Budget(budget_usd)
-        caches = open_caches(no_cache)
         settings = {"n": n, "refresh": refresh, "budget_usd": budget_usd}
         with summary_row("profile", f"{tasks}:train", pool_cfg, str(head_path), settings, enabled=not disabled(no_log),
                          warn=lambda msg: stderr.print(f"warning: {msg}", markup=False)) as logged:
             if todo:  # the agents first: a record that lacks tasks of the set fails before any encoding
-                agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
-                coordinator = memo_coordinator(pool_cfg, caches, transcript_format=backbone.transcript_format)
-                states = problem_states(calibration, coordinator, head)
+                run = build_run(pool_cfg, all_tasks, no_cache)
+                states = problem_states(calibration, run.coordinator(backbone.transcript_format, sessions=1), head)
                 done: list[str] = []
-                with runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=default_workers(agents),
-                                coordinators={}, caches=caches, quiet=quiet) as cluster, \
+                with runner_for(ray, ray_workers, pool_cfg, all_tasks, threads=run.workers,
+                                coordinators={}, caches=run.caches, quiet=quiet) as cluster, \
                         Progress(console=stderr, transient=True, disable=quiet or not stderr.is_terminal) as progress:
-                    runner = cluster or LocalRunner(Players(agents, caches.grader))
+                    runner = cluster or LocalRunner(Players(run.agents, run.caches.grader))
                     for spec in todo:
                         bar = progress.add_task(spec.name, total=n)
                         try:

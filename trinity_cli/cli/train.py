@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,10 +13,7 @@ from trinity_cli.cli.console import stderr
 from trinity_cli.cli.options import PoolOption, TasksOption
 
 if TYPE_CHECKING:
-    from trinity_cli.pool.spec import AgentSpec
-    from trinity_cli.tasks.taskset import Task
     from trinity_cli.train.crossval import CrossValidation
-    from trinity_cli.train.es import TrainSettings
 
 
 @dataclass(frozen=True)
@@ -87,25 +83,20 @@ def train(
     ray: RayAddress = None,
     ray_workers: RayWorkers = None,
 ) -> int:
+    from trinity_cli.cli.dry_run import print_plan
     from trinity_cli.cli.progress import GenerationDisplay
     from trinity_cli.core.budget import Budget
     from trinity_cli.core.head import PlanPolicy
     from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
-    from trinity_cli.heads.files import metadata_for, save_head
-    from trinity_cli.providers.registry import build_agents
-    from trinity_cli.runtime import (
-        backbone_of,
-        load_run_pool,
-        memo_coordinator,
-        open_caches,
-    )
+    from trinity_cli.heads.files import metadata_for, plan_path, save_head
+    from trinity_cli.runtime import backbone_of, build_run, load_run_pool
     from trinity_cli.store.runlog import disabled, summary_row
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
-    from trinity_cli.train.checkpoint import checkpoint_path
+    from trinity_cli.train.checkpoint import checkpoint_path, default_out, unfinished
     from trinity_cli.train.crossval import starts
+    from trinity_cli.train.curves import plot_training_curve, write_training_curve
     from trinity_cli.train.es import IMITATE, TrainSettings, new_forest
     from trinity_cli.train.es import train as run_training
-    from trinity_cli.train.fitness import default_workers
     from trinity_cli.train.fixed import padded
 
     check_ray_flags(ray, ray_workers)
@@ -136,10 +127,8 @@ def train(
     if dry_run:
         print_plan(train_tasks, pool_cfg.agents, settings, folds, len(imitations))
         return 0
-    caches = open_caches(no_cache)
-    agents = build_agents(pool_cfg.agents, all_tasks, caches.responses, coordinator_model=pool_cfg.coordinator.model)
-    workers = workers or default_workers(agents)
-    coordinator = memo_coordinator(pool_cfg, caches, sessions=workers)
+    run = build_run(pool_cfg, all_tasks, no_cache, workers)
+    caches, agents, workers, coordinator = run.caches, run.agents, run.workers, run.coordinator()
     backbone = backbone_of(pool_cfg)
     display = GenerationDisplay(stderr, caches, coordinator, quiet)
     logged = summary_row("train", f"{tasks}:train", pool_cfg, str(out), settings.__dict__, enabled=not disabled(no_log),
@@ -194,8 +183,8 @@ def train(
               metadata_for(backbone, pool_cfg, coordinator.hidden_size, kind="plan", trained=True,
                            training={**training, "history": [], "plan_of": str(out)},
                            **({} if below_start else {"auto_select": False})))
-    write_curve(out.with_suffix(".csv"), result.history)
-    plotted = plot_curve(out.with_suffix(".png"), result.history)
+    write_training_curve(out.with_suffix(".csv"), result.history)
+    plotted = plot_training_curve(out.with_suffix(".png"), result.history)
     overrun = result.budget.overrun_warning() if result.budget else None
     if overrun:
         say(f"warning: {overrun}")
@@ -221,90 +210,3 @@ def start_line(start: Any, agents: Any) -> str:
     return (f"start: best-fixed {plan} (fitness {start.plan.fitness:.4f} on the training tasks); the start head "
             f"repeats {start.agreement:.0%} of its decisions and scores {start.fitness:.4f} "
             f"(the plan padded with Verifier turns: {start.plan_fitness:.4f})")
-
-
-def plan_path(out: Path) -> Path:
-    """Where train saves the plan its search started from, beside the head."""
-    return out.with_name(f"{out.stem}-plan.npz")
-
-
-def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
-    """`<pool>-<tasks>[-N].npz` in the user heads folder: the first free name (no head, no
-    checkpoint), or with --resume the newest that has a checkpoint."""
-    from trinity_cli.errors import ConfigError
-    from trinity_cli.heads.files import user_heads_dir
-    from trinity_cli.pool.spec import BUILTIN_POOL
-    from trinity_cli.train.checkpoint import checkpoint_path
-
-    base = f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
-    names = [user_heads_dir() / f"{base}{'' if n == 1 else f'-{n}'}.npz" for n in range(1, 10_000)]
-    if resume:
-        started = [n for n in names if checkpoint_path(n).exists()]
-        if not started:
-            raise ConfigError(f"--resume: no run of {base} to continue in {user_heads_dir()} (name it with --out)")
-        return started[-1]
-    return next(n for n in names if not n.exists() and not checkpoint_path(n).exists())
-
-
-def unfinished(out: Path) -> bool:
-    """A checkpoint that no head was written after: a fresh run there would overwrite it."""
-    from trinity_cli.train.checkpoint import checkpoint_path
-
-    checkpoint = checkpoint_path(out)
-    return checkpoint.exists() and not (out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime)
-
-
-def print_plan(tasks: list[Task], agents: tuple[AgentSpec, ...], settings: TrainSettings, folds: int, starts: int) -> None:
-    """--dry-run: the run's size and an upper bound of its cost, on stdout."""
-    from trinity_cli.train.plan import plan_training
-
-    plan = plan_training(tasks, agents, settings, folds, starts)
-    batch = len(tasks) if settings.batch_size is None else min(settings.batch_size, len(tasks))
-    print(f"episodes: {plan.episodes} (best-fixed and the start {plan.parts.get('best-fixed', 0)}; the search "
-          f"{plan.parts.get('search', 0)}; cross-validation {plan.parts.get('cross-validation', 0)}, --folds {folds}"
-          f"{f' for each of {starts} starts' if starts > 1 else ''})")
-    print(f"search: {plan.parts.get('search', 0)} episodes ({settings.generations} generations × {settings.popsize} "
-          f"candidates × {batch} tasks, then the head on the {len(tasks)} training tasks)")
-    print(f"agent calls: at most {plan.calls} (episodes × their turn limit; each distinct turn is made once, "
-          "and cached replies make none)")
-    print_cost(plan, settings.budget_usd, "run")
-
-
-def print_cost(plan: Any, budget_usd: float | None, what: str) -> None:
-    if plan.worst_usd is None:
-        print(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
-    else:
-        print(f"worst case: ${plan.worst_usd:.4f} (an upper bound: every call at max_tokens, the longest "
-              "prompt the transcript allows, every retry billed)")
-    if budget_usd is not None:
-        print(f"--budget-usd: the {what} stops before spend could exceed ${budget_usd:g}")
-    print("dry run: nothing was called or written")
-
-
-def write_curve(path: Path, history: list[dict[str, float]]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["generation", "best", "mean", "std", "spent_usd"])
-        writer.writeheader()
-        writer.writerows(history)
-
-
-def plot_curve(path: Path, history: list[dict[str, float]]) -> bool:
-    """A PNG of best / mean fitness per generation, when the `plot` extra is installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    figure, axes = plt.subplots(figsize=(6, 3.5))
-    generations = [row["generation"] for row in history]
-    axes.plot(generations, [row["best"] for row in history], label="best")
-    axes.plot(generations, [row["mean"] for row in history], label="mean")
-    axes.set_xlabel("generation")
-    axes.set_ylabel("fitness")
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return True

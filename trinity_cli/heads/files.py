@@ -22,7 +22,7 @@ from typing import Any
 from trinity_cli import paths
 from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.core.transcript import FORMATS
-from trinity_cli.errors import ConfigError
+from trinity_cli.errors import ConfigError, UsageError
 from trinity_cli.pool.spec import Pool
 
 FORMAT_VERSION = 1
@@ -313,3 +313,25 @@ def resolve(value: str) -> Path:
     names = sorted({p.stem for d in (shipped_dir(), user_heads_dir()) if d.is_dir() for p in d.glob("*.npz")})
     raise ConfigError(f"weights {value}: no such file ({path.resolve()}), and no head of that name "
                       f"(names: {', '.join(names) or 'none'})")
+
+
+def plan_path(out: Path) -> Path:
+    """Where train saves the plan its search started from, beside the head."""
+    return out.with_name(f"{out.stem}-plan.npz")
+
+
+def head_names(weights: str | None) -> list[str | None]:
+    """--weights: one head, a comma list, or every head in a directory (by name); None: the one
+    solve would choose."""
+    if weights is None:
+        return [None]
+    directory = Path(weights).expanduser()
+    if directory.is_dir():
+        heads: list[str | None] = [str(p) for p in sorted(directory.glob("*.npz"))]
+        if not heads:
+            raise UsageError(f"--weights {weights}: the directory holds no heads (*.npz)")
+        return heads
+    names: list[str | None] = [name.strip() for name in weights.split(",")]
+    if not all(names):
+        raise UsageError(f"--weights {weights!r}: an empty name in the list")
+    return names

@@ -35,6 +35,7 @@ from trinity_cli.core.episode import role_mask
 from trinity_cli.core.head import PipelinePolicy, PlanPolicy, RandomPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT
+from trinity_cli.errors import UsageError
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.fixed import (
@@ -242,3 +243,17 @@ def evaluate(
         "budget": budget.as_json(),
         "_rows": rows,
     }
+
+
+def baseline_kinds(value: str) -> tuple[str, ...]:
+    """--baselines: `all`, `none` or a comma list of row kinds (exit 2 naming an unknown one)."""
+    if value.strip().lower() == "all":
+        return BASELINES
+    if value.strip().lower() == "none":
+        return ()
+    kinds = [kind.strip() for kind in value.split(",")]
+    unknown = [kind for kind in kinds if kind not in BASELINES]
+    if unknown or not all(kinds):
+        raise UsageError(f"--baselines {value!r}: unknown row kind {unknown[0] if unknown else repr('')} "
+                         f"(kinds: {', '.join(BASELINES)}; or all, none)")
+    return tuple(kind for kind in BASELINES if kind in kinds)

@@ -44,3 +44,25 @@ def load(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
         changed = [k for k in fingerprint if state.get("fingerprint", {}).get(k) != fingerprint[k]]
         raise ConfigError(f"--resume: checkpoint {path} was made with other settings ({', '.join(changed)})")
     return state
+
+
+def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
+    """`<pool>-<tasks>[-N].npz` in the user heads folder: the first free name (no head, no
+    checkpoint), or with --resume the newest that has a checkpoint."""
+    from trinity_cli.heads.files import user_heads_dir
+    from trinity_cli.pool.spec import BUILTIN_POOL
+
+    base = f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
+    names = [user_heads_dir() / f"{base}{'' if n == 1 else f'-{n}'}.npz" for n in range(1, 10_000)]
+    if resume:
+        started = [n for n in names if checkpoint_path(n).exists()]
+        if not started:
+            raise ConfigError(f"--resume: no run of {base} to continue in {user_heads_dir()} (name it with --out)")
+        return started[-1]
+    return next(n for n in names if not n.exists() and not checkpoint_path(n).exists())
+
+
+def unfinished(out: Path) -> bool:
+    """A checkpoint that no head was written after: a fresh run there would overwrite it."""
+    checkpoint = checkpoint_path(out)
+    return checkpoint.exists() and not (out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime)

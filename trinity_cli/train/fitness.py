@@ -98,16 +98,6 @@ def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0) -> float:
 
 
 T = TypeVar("T")
-NETWORK_WORKERS = 4
-
-
-def default_workers(agents: Sequence[Agent]) -> int:
-    """Concurrency pays only while agents wait on the network; with local and simulated agents
-    every episode needs this machine's cores, and interleaved episodes make the coordinator
-    re-evaluate more (measured on the sim pool: 4 workers 18% slower than 1)."""
-    return NETWORK_WORKERS if any(a.remote for a in agents) else 1
-
-
 def in_parallel(calls: Sequence[Callable[[], T]], workers: int) -> list[T]:
     """Each call's result, in order; up to `workers` at once."""
     if workers <= 1 or len(calls) <= 1:
