@@ -71,7 +71,6 @@ class PoolDraws:
         return Episode(task, head.for_pool(self.profiles[drawn]), max_turns, tuple(drawn), reader)
 
 
-
 @dataclass(frozen=True)
 class TrainSettings:
     generations: int = 30
