@@ -35,7 +35,7 @@ def check_agent(spec: AgentSpec) -> AgentCheck:
 def _check(spec: AgentSpec) -> tuple[bool, str]:
     kind = kind_of(spec.provider)
     if kind.network:
-        return _check_remote(spec, kind.key_envs)
+        return _check_remote(spec)
     if spec.provider == "sim":
         return True, "SIMULATED agent (no model): for offline training experiments"
     if spec.provider == "replay":
@@ -49,11 +49,12 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
     return True, "runs here: no network, no key"
 
 
-def _check_remote(spec: AgentSpec, default_envs: tuple[str, ...]) -> tuple[bool, str]:
+def _check_remote(spec: AgentSpec) -> tuple[bool, str]:
     """A key in the environment (none needed on loopback) and the server reachable."""
     from trinity_cli.providers.base import is_loopback
+    from trinity_cli.providers.keys import key_envs
 
-    envs = (spec.api_key_env,) if spec.api_key_env else default_envs
+    envs = key_envs(spec)
     has_key = any(os.environ.get(e) for e in envs)
     if not has_key and not is_loopback(spec.base_url):
         return False, f"no API key: set {' or '.join(envs)}"
