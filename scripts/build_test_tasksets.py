@@ -26,7 +26,10 @@ PROBLEMS = ROOT / "tests" / "data" / "problems"
 OUT = ROOT / "tests" / "data" / "tasksets"
 
 PRIVATE = {  # hidden (stdin, stdout) cases of each problems/*.md
-    "average_speed": [("3\n10 10\n20 20\n30 30\n", "20.0000000000\n"), ("2\n100 50\n100 25\n", "33.3333333333\n")],
+    "average_speed": [
+        ("3\n10 10\n20 20\n30 30\n", "20.0000000000\n"),
+        ("2\n100 50\n100 25\n", "33.3333333333\n"),
+    ],
     "bus_fare": [("4\n11 12 64 65\n", "9\n"), ("1\n0\n", "1\n")],
     "lamps": [("3 5\n1 2 1 2 3\n", "1\n"), ("1 1\n1\n", "1\n")],
     "leap_year": [("2400\n", "Yes\n"), ("1999\n", "No\n")],
@@ -35,44 +38,56 @@ PRIVATE = {  # hidden (stdin, stdout) cases of each problems/*.md
     "reverse_words": [("one\n", "one\n"), ("x y z\n", "z y x\n")],
     "stairs": [("1\n", "1\n"), ("10\n", "89\n")],
     "tiles": [("5 1 1\n", "5\n"), ("2 1000 7\n", "286\n")],
-    "times_table_crlf": [("2 4\n", "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n2 x 4 = 8\n"), ("20 1\n", "20 x 1 = 20\n")],
+    "times_table_crlf": [
+        ("2 4\n", "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n2 x 4 = 8\n"),
+        ("20 1\n", "20 x 1 = 20\n"),
+    ],
     "upside_down": [("1 3\n.#.\n", ".#.\n"), ("3 1\n#\n.\n.\n", ".\n.\n#\n")],
 }
 
 FUNCTIONAL = {  # name: (func_name, statement, starter code, public cases, private cases)
     "count_peaks": (
         "countPeaks",
-        ("A skyline is given as the heights of its buildings from left to right. A building is a peak "
-         "when it is strictly taller than both its neighbours; the first and the last building are "
-         "never peaks. Return the number of peaks.\n\nExample 1:\nInput: heights = [1, 3, 2]\nOutput: 1\n\n"
-         "Example 2:\nInput: heights = [5, 5, 5]\nOutput: 0\n\nConstraints:\n1 <= heights.length <= 1000"),
+        (
+            "A skyline is given as the heights of its buildings from left to right. A building is a peak "
+            "when it is strictly taller than both its neighbours; the first and the last building are "
+            "never peaks. Return the number of peaks.\n\nExample 1:\nInput: heights = [1, 3, 2]\nOutput: 1\n\n"
+            "Example 2:\nInput: heights = [5, 5, 5]\nOutput: 0\n\nConstraints:\n1 <= heights.length <= 1000"
+        ),
         "class Solution:\n    def countPeaks(self, heights: List[int]) -> int:\n        ",
         [("[1, 3, 2]", "1"), ("[5, 5, 5]", "0")],
         [("[2, 7, 3, 8, 1, 9, 4]", "3"), ("[4]", "0"), ("[1, 2, 3, 4]", "0")],
     ),
     "running_balance": (
         "balances",
-        ("An account starts with the balance start. Each move adds its amount (a negative move takes "
-         "money out), except that a move that would leave the balance below zero is refused and "
-         "changes nothing. Return the balance after each move.\n\nExample 1:\nInput: start = 10, "
-         "moves = [-3, -8, 5]\nOutput: [7, 7, 12]\n\nExample 2:\nInput: start = 0, moves = []\nOutput: []"),
+        (
+            "An account starts with the balance start. Each move adds its amount (a negative move takes "
+            "money out), except that a move that would leave the balance below zero is refused and "
+            "changes nothing. Return the balance after each move.\n\nExample 1:\nInput: start = 10, "
+            "moves = [-3, -8, 5]\nOutput: [7, 7, 12]\n\nExample 2:\nInput: start = 0, moves = []\nOutput: []"
+        ),
         "class Solution:\n    def balances(self, start: int, moves: List[int]) -> List[int]:\n        ",
         [("10\n[-3, -8, 5]", "[7, 7, 12]"), ("0\n[]", "[]")],
         [("5\n[-5, -1, 2]", "[0, 0, 2]"), ("1\n[1, 1, -3]", "[2, 3, 0]")],
     ),
     "shift_word": (
         "shiftWord",
-        ("Shift every letter of a lowercase word k places forward in the alphabet, so that z is "
-         "followed by a again, and return the new word.\n\nExample 1:\nInput: word = \"abc\", k = 1\n"
-         "Output: \"bcd\"\n\nExample 2:\nInput: word = \"xyz\", k = 3\nOutput: \"abc\"\n\nConstraints:\n"
-         "0 <= k <= 10^9"),
+        (
+            "Shift every letter of a lowercase word k places forward in the alphabet, so that z is "
+            'followed by a again, and return the new word.\n\nExample 1:\nInput: word = "abc", k = 1\n'
+            'Output: "bcd"\n\nExample 2:\nInput: word = "xyz", k = 3\nOutput: "abc"\n\nConstraints:\n'
+            "0 <= k <= 10^9"
+        ),
         "class Solution:\n    def shiftWord(self, word: str, k: int) -> str:\n        ",
         [('"abc"\n1', '"bcd"'), ('"xyz"\n3', '"abc"')],
         [('"hello"\n26', '"hello"'), ('"a"\n1000000000', '"m"')],
     ),
 }
 TOLERANCE = {"average_speed": 1e-6}  # plain layout: stated outright (the statement says it too)
-PLAIN_JSON_PRIVATE = {"lamps", "running_balance"}  # LCB layout: private tests as a JSON string, not pickled
+PLAIN_JSON_PRIVATE = {
+    "lamps",
+    "running_balance",
+}  # LCB layout: private tests as a JSON string, not pickled
 
 
 def compressed(cases: list[dict[str, str]]) -> str:
@@ -90,8 +105,14 @@ def problems() -> list[tuple[str, str, str, str, list[tuple[str, str]], list[tup
     return [(f"call/{name}", *spec) for name, spec in FUNCTIONAL.items()] + stdin
 
 
-def lcb_line(task_id: str, func_name: str, statement: str, starter: str, public: list[tuple[str, str]],
-             private: list[tuple[str, str]]) -> dict[str, object]:
+def lcb_line(
+    task_id: str,
+    func_name: str,
+    statement: str,
+    starter: str,
+    public: list[tuple[str, str]],
+    private: list[tuple[str, str]],
+) -> dict[str, object]:
     testtype = "functional" if func_name else "stdin"
     private_cases = [{"input": i, "output": o, "testtype": testtype} for i, o in private]
     return {
@@ -103,17 +124,27 @@ def lcb_line(task_id: str, func_name: str, statement: str, starter: str, public:
         "contest_date": "2025-01-01T00:00:00",
         "starter_code": starter,
         "difficulty": "easy",
-        "public_test_cases": json.dumps([{"input": i, "output": o, "testtype": testtype} for i, o in public]),
-        "private_test_cases": json.dumps(private_cases) if task_id.split("/")[1] in PLAIN_JSON_PRIVATE
+        "public_test_cases": json.dumps(
+            [{"input": i, "output": o, "testtype": testtype} for i, o in public]
+        ),
+        "private_test_cases": json.dumps(private_cases)
+        if task_id.split("/")[1] in PLAIN_JSON_PRIVATE
         else compressed(private_cases),
         "metadata": json.dumps({"func_name": func_name} if func_name else {}),
     }
 
 
-def plain_line(task_id: str, func_name: str, statement: str, starter: str, public: list[tuple[str, str]],
-               private: list[tuple[str, str]]) -> dict[str, object]:
+def plain_line(
+    task_id: str,
+    func_name: str,
+    statement: str,
+    starter: str,
+    public: list[tuple[str, str]],
+    private: list[tuple[str, str]],
+) -> dict[str, object]:
     line: dict[str, object] = {
-        "task_id": task_id, "prompt": statement,
+        "task_id": task_id,
+        "prompt": statement,
         "visible_tests": [{"input": i, "output": o} for i, o in public],
         "tests": [{"input": i, "output": o} for i, o in private],
     }
@@ -132,8 +163,12 @@ def check() -> None:
     for task in tasks:
         kind, name = task.task_id.split("/")
         folder, wrong = (PROBLEMS, "first_only") if kind == "stdin" else (OUT, "wrong")
-        assert run_check(task, (folder / f"{name}.right.py").read_text()), f"{task.task_id}: the right program fails"
-        assert not run_check(task, (folder / f"{name}.{wrong}.py").read_text()), f"{task.task_id}: {wrong} passes"
+        assert run_check(task, (folder / f"{name}.right.py").read_text()), (
+            f"{task.task_id}: the right program fails"
+        )
+        assert not run_check(task, (folder / f"{name}.{wrong}.py").read_text()), (
+            f"{task.task_id}: {wrong} passes"
+        )
 
 
 def main() -> None:

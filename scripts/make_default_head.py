@@ -45,19 +45,29 @@ def main() -> None:
     synthetic = [pipeline_transcripts(task, pool.names, TURNS) for task in fit_tasks]
     states, turns = states_of(synthetic + real)
     head, train_acc = fit_imitation_head(states, turns, len(pool.agents))
-    check_states, check_turns = states_of([pipeline_transcripts(t, pool.names, TURNS) for t in check_tasks])
-    held_out = np.mean([
-        _matches(head, s, t, len(pool.agents)) for s, t in zip(check_states, check_turns)
-    ])
+    check_states, check_turns = states_of(
+        [pipeline_transcripts(t, pool.names, TURNS) for t in check_tasks]
+    )
+    held_out = np.mean(
+        [_matches(head, s, t, len(pool.agents)) for s, t in zip(check_states, check_turns)]
+    )
     meta = metadata_for(
-        backbone_of(pool), pool, coordinator.hidden_size, numerics=coordinator.numerics,
+        backbone_of(pool),
+        pool,
+        coordinator.hidden_size,
+        numerics=coordinator.numerics,
         trained=False,
         init="imitation of the fallback pipeline (ridge regression on hidden states); not trained for reward",
-        training={"tasks": "humaneval", "split": "train", "n_synthetic_tasks": len(fit_tasks),
-                  "n_real_rollouts": REAL_ROLLOUTS, "turns": TURNS,
-                  "imitation_accuracy_train": round(train_acc, 4),
-                  "imitation_accuracy_held_out": round(float(held_out), 4),
-                  "command": "python scripts/make_default_head.py"},
+        training={
+            "tasks": "humaneval",
+            "split": "train",
+            "n_synthetic_tasks": len(fit_tasks),
+            "n_real_rollouts": REAL_ROLLOUTS,
+            "turns": TURNS,
+            "imitation_accuracy_train": round(train_acc, 4),
+            "imitation_accuracy_held_out": round(float(held_out), 4),
+            "command": "python scripts/make_default_head.py",
+        },
     )
     save_head(OUT, head, meta)
     print(f"wrote {OUT}: imitation accuracy train {train_acc:.3f}, held-out {held_out:.3f}")
@@ -82,8 +92,10 @@ def _matches(head, state, turn, n_agents) -> bool:
 
     want = PipelinePolicy(n_agents).choose(None, turn)
     got = head.choose(state, turn)
-    return bool(np.argmax(got.agent_probs) == np.argmax(want.agent_probs)
-                and np.argmax(got.role_probs) == np.argmax(want.role_probs))
+    return bool(
+        np.argmax(got.agent_probs) == np.argmax(want.agent_probs)
+        and np.argmax(got.role_probs) == np.argmax(want.role_probs)
+    )
 
 
 if __name__ == "__main__":

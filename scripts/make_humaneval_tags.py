@@ -19,7 +19,9 @@ OUT = Path(__file__).resolve().parent.parent / "trinity_cli" / "tasks" / "humane
 
 
 def tag_of(prompt: str, entry_point: str) -> str:
-    signature = re.search(rf"def {re.escape(entry_point)}\((.*?)\)\s*(->\s*([^:]+))?:", prompt, re.DOTALL)
+    signature = re.search(
+        rf"def {re.escape(entry_point)}\((.*?)\)\s*(->\s*([^:]+))?:", prompt, re.DOTALL
+    )
     types = signature.group(0) if signature else ""
     text = prompt.lower()
     if "str" in types or "string" in text[:400]:

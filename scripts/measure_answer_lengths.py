@@ -43,7 +43,9 @@ def answer_tokens(model: Model, raw: str, tokens_out: int) -> int:
     parts = TOP_LEVEL.split(raw, maxsplit=1)
     if len(parts) == 1:  # a stop string or the model's end ended generation
         return tokens_out
-    ended = raw[: len(parts[0]) + 2]  # through the newline and the unindented line's first character
+    ended = raw[
+        : len(parts[0]) + 2
+    ]  # through the newline and the unindented line's first character
     return len(model.tokenize(ended, bos=False))
 
 
@@ -71,12 +73,19 @@ def main() -> None:
                 cut += 1
                 continue
             lengths.append(answer_tokens(model, "".join(pieces), reply.tokens_out))
-        print(f"{spec.name}: {len(tasks)} tasks done, {time.perf_counter() - started:.0f}s", flush=True)
-    print(f"answers: {len(lengths) + cut} ({len(pool.agents)} agents x {len(tasks)} HumanEval train tasks, "
-          f"max_tokens {args.max_tokens}); complete: {len(lengths)}; cut at max_tokens: {cut}")
+        print(
+            f"{spec.name}: {len(tasks)} tasks done, {time.perf_counter() - started:.0f}s",
+            flush=True,
+        )
+    print(
+        f"answers: {len(lengths) + cut} ({len(pool.agents)} agents x {len(tasks)} HumanEval train tasks, "
+        f"max_tokens {args.max_tokens}); complete: {len(lengths)}; cut at max_tokens: {cut}"
+    )
     if lengths:
-        print(f"tokens of complete answers: median {percentile(lengths, 0.5)}, p90 {percentile(lengths, 0.9)}, "
-              f"p95 {percentile(lengths, 0.95)}, max {max(lengths)}")
+        print(
+            f"tokens of complete answers: median {percentile(lengths, 0.5)}, p90 {percentile(lengths, 0.9)}, "
+            f"p95 {percentile(lengths, 0.95)}, max {max(lengths)}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,21 +33,37 @@ def main() -> None:
     pool, caches = load_pool(args.pool), open_caches(no_cache=False)
     tasks = load_tasks(args.tasks)
     train = gradable(select_split(tasks, "train"))[0]
-    agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
+    agents = build_agents(
+        pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
+    )
     forest = new_forest(agents, memo_coordinator(pool, caches), caches.grader, args.max_turns)
     plans, outcomes = play_family(forest.play, train, agents, args.max_turns)
-    values = np.array([[o.expected - args.cost_weight * o.usd for o in plan] for plan in outcomes])  # plans × tasks
+    values = np.array(
+        [[o.expected - args.cost_weight * o.usd for o in plan] for plan in outcomes]
+    )  # plans × tasks
     chosen = choose(plans, outcomes, args.cost_weight)
     best = values[plans.index(chosen.plan)]
     answers = [i for i, plan in enumerate(plans) if len(plan) == 1]  # one Worker answer each
-    print(json.dumps({
-        "pool": args.pool, "tasks": len(train), "max_turns": args.max_turns, "cost_weight": args.cost_weight,
-        "plans": len(plans), "best_fixed": {"plan": " → ".join(" ".join(step) for step in describe(chosen.plan, agents)),
-                       "value": round(float(best.mean()), 4)},
-        "per_task_best": round(float(values.max(axis=0).mean()), 4),
-        "tasks_where_another_plan_is_better": int((values.max(axis=0) > best + 1e-9).sum()),
-        "one_answer_oracle": round(float(values[answers].max(axis=0).mean()), 4),
-    }, indent=1, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "pool": args.pool,
+                "tasks": len(train),
+                "max_turns": args.max_turns,
+                "cost_weight": args.cost_weight,
+                "plans": len(plans),
+                "best_fixed": {
+                    "plan": " → ".join(" ".join(step) for step in describe(chosen.plan, agents)),
+                    "value": round(float(best.mean()), 4),
+                },
+                "per_task_best": round(float(values.max(axis=0).mean()), 4),
+                "tasks_where_another_plan_is_better": int((values.max(axis=0) > best + 1e-9).sum()),
+                "one_answer_oracle": round(float(values[answers].max(axis=0).mean()), 4),
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -66,13 +66,26 @@ ROOT = Path(__file__).resolve().parent.parent
 N_CALIBRATION = 40
 NS = (10, 20, 40, 72)  # the train split of evalperf has 72 tasks
 POOLS = 30
-POOL_SPECIFIC = 3  # pools that also get a head trained on themselves, with the recorded pools' K and σ0
+POOL_SPECIFIC = (
+    3  # pools that also get a head trained on themselves, with the recorded pools' K and σ0
+)
 POOL_SPECIFIC_SETTINGS = {"project": 4, "sigma0": 0.3}
-SETTINGS = {"generations": 30, "popsize": 8, "batch_size": 32, "seed": 0}  # the recorded pools' (not searched)
+SETTINGS = {
+    "generations": 30,
+    "popsize": 8,
+    "batch_size": 32,
+    "seed": 0,
+}  # the recorded pools' (not searched)
 GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
 VALIDATION_SALT = "trinity-validation-v1:"
 UNIVERSAL = ROOT / "docs" / "universal"
-MEASURED = ("random", "pipeline", "single", "loop", "cascade")  # baseline rows per pool (the oracle: from the record)
+MEASURED = (
+    "random",
+    "pipeline",
+    "single",
+    "loop",
+    "cascade",
+)  # baseline rows per pool (the oracle: from the record)
 
 
 def setup(scratch: Path):
@@ -80,9 +93,14 @@ def setup(scratch: Path):
     split = json.loads((bundled.DATA / "manifest.json").read_text())["model_split"]
     tasks = load_tasks("evalperf")
     gguf = coordinator_path(pool)
-    coordinator = MemoCoordinator(LlamaCoordinator(gguf, n_ctx=8192), gguf_sha256(gguf), scratch / "hidden.sqlite")
+    coordinator = MemoCoordinator(
+        LlamaCoordinator(gguf, n_ctx=8192), gguf_sha256(gguf), scratch / "hidden.sqlite"
+    )
     grader = Grader(scratch / "grades.sqlite")
-    agents = {a.name: a for a in build_agents(pool.agents, tasks, coordinator_model=pool.coordinator.model)}
+    agents = {
+        a.name: a
+        for a in build_agents(pool.agents, tasks, coordinator_model=pool.coordinator.model)
+    }
     return pool, split, tasks, coordinator, grader, agents
 
 
@@ -90,8 +108,12 @@ def validation_models(split: dict) -> tuple[list[str], list[str]]:
     """(fit, validation): the training models split by whole families, with the held-out
     split's rule (scripts/build_records.py) and VALIDATION_SALT."""
     training = set(split["train"])
-    held = {m for family, models in split["families"].items()
-            if set(models) <= training and held_out(family, VALIDATION_SALT) for m in models}
+    held = {
+        m
+        for family, models in split["families"].items()
+        if set(models) <= training and held_out(family, VALIDATION_SALT)
+        for m in models
+    }
     return sorted(training - held), sorted(held)
 
 
@@ -99,26 +121,70 @@ def chosen_setting() -> dict:
     return json.loads((UNIVERSAL / "validation-t1.json").read_text())["chosen"]
 
 
-def validation_score(setting: dict, fit: list[str], held: list[str], calibration, scored, coordinator, grader,
-                     agents, scratch: Path) -> dict:
+def validation_score(
+    setting: dict,
+    fit: list[str],
+    held: list[str],
+    calibration,
+    scored,
+    coordinator,
+    grader,
+    agents,
+    scratch: Path,
+) -> dict:
     """Train on the fit models with `setting` (one turn); score every pool of 3-5 validation models."""
     max_turns = 1
-    settings = TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"], max_turns=max_turns)
+    settings = TrainSettings(
+        **SETTINGS, project=setting["project"], sigma0=setting["sigma0"], max_turns=max_turns
+    )
     name = "-".join(f"{k}{v}" for k, v in setting.items())
-    head = train_universal(calibration, [agents[m] for m in fit], calibration, coordinator, grader, settings,
-                           scratch / f"validate-t{max_turns}-{name}.ckpt", skill_weight=setting["skill_weight"]).head
-    profiles = dict(zip(held, measure_profiles([agents[m] for m in held], calibration, coordinator, head, grader)))
+    head = train_universal(
+        calibration,
+        [agents[m] for m in fit],
+        calibration,
+        coordinator,
+        grader,
+        settings,
+        scratch / f"validate-t{max_turns}-{name}.ckpt",
+        skill_weight=setting["skill_weight"],
+    ).head
+    profiles = dict(
+        zip(
+            held,
+            measure_profiles([agents[m] for m in held], calibration, coordinator, head, grader),
+        )
+    )
     mine, best = [], []
     for members in (c for size in (3, 4, 5) for c in itertools.combinations(held, size)):
-        runner = LocalRunner(Players([agents[m] for m in members], grader, {CURRENT_FORMAT.id: coordinator}))
+        runner = LocalRunner(
+            Players([agents[m] for m in members], grader, {CURRENT_FORMAT.id: coordinator})
+        )
         bound = head.for_pool(np.array([profiles[m].vector() for m in members]))
-        mine += run_policy("universal", scored, bound, runner=runner, budget=None, max_turns=max_turns,
-                           reader=CURRENT_FORMAT.id).expected
+        mine += run_policy(
+            "universal",
+            scored,
+            bound,
+            runner=runner,
+            budget=None,
+            max_turns=max_turns,
+            reader=CURRENT_FORMAT.id,
+        ).expected
         by_profile = max(range(len(members)), key=lambda i: profiles[members[i]].pass_rate)
-        best += run_policy("best", scored, PlanPolicy(len(members), ((by_profile, Role.WORKER),)), runner=runner,
-                           budget=None, max_turns=1).expected
-    return {**setting, "max_turns": max_turns, "universal": float(np.mean(mine)), "best_by_profile": float(np.mean(best)),
-            "margin_se": paired_margin(mine, best)}
+        best += run_policy(
+            "best",
+            scored,
+            PlanPolicy(len(members), ((by_profile, Role.WORKER),)),
+            runner=runner,
+            budget=None,
+            max_turns=1,
+        ).expected
+    return {
+        **setting,
+        "max_turns": max_turns,
+        "universal": float(np.mean(mine)),
+        "best_by_profile": float(np.mean(best)),
+        "margin_se": paired_margin(mine, best),
+    }
 
 
 def validate_command(args: argparse.Namespace) -> None:
@@ -129,13 +195,31 @@ def validate_command(args: argparse.Namespace) -> None:
     scored = [t for t in train_tasks if t not in calibration]
     rows = []
     for values in itertools.product(*GRID.values()):
-        rows.append(validation_score(dict(zip(GRID, values)), fit, held, calibration, scored, coordinator, grader,
-                                     agents, args.scratch))
+        rows.append(
+            validation_score(
+                dict(zip(GRID, values)),
+                fit,
+                held,
+                calibration,
+                scored,
+                coordinator,
+                grader,
+                agents,
+                args.scratch,
+            )
+        )
         print(json.dumps(rows[-1]), flush=True)
-    result = {"how": "scripts/universal_study.py validate", "fit_models": fit, "validation_models": held,
-              "calibration_tasks": len(calibration), "scored_tasks": len(scored),
-              "pools": "every pool of 3-5 validation models", "settings": SETTINGS, "rows": rows,
-              "chosen": {k: max(rows, key=lambda r: r["universal"])[k] for k in GRID}}
+    result = {
+        "how": "scripts/universal_study.py validate",
+        "fit_models": fit,
+        "validation_models": held,
+        "calibration_tasks": len(calibration),
+        "scored_tasks": len(scored),
+        "pools": "every pool of 3-5 validation models",
+        "settings": SETTINGS,
+        "rows": rows,
+        "chosen": {k: max(rows, key=lambda r: r["universal"])[k] for k in GRID},
+    }
     out = UNIVERSAL / "validation-t1.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
@@ -147,22 +231,51 @@ def train_command(args: argparse.Namespace) -> None:
     train_tasks = select_split(tasks, "train")
     calibration = calibration_tasks(train_tasks, N_CALIBRATION)
     setting = chosen_setting()
-    settings = TrainSettings(**SETTINGS, project=setting["project"], sigma0=setting["sigma0"],
-                             max_turns=args.max_turns, cost_weight=args.cost_weight)
+    settings = TrainSettings(
+        **SETTINGS,
+        project=setting["project"],
+        sigma0=setting["sigma0"],
+        max_turns=args.max_turns,
+        cost_weight=args.cost_weight,
+    )
     started = time.perf_counter()
-    result = train_universal(train_tasks, [agents[n] for n in split["train"]], calibration, coordinator, grader,
-                             settings, args.scratch / f"universal-t{args.max_turns}.ckpt",
-                             skill_weight=setting["skill_weight"])
+    result = train_universal(
+        train_tasks,
+        [agents[n] for n in split["train"]],
+        calibration,
+        coordinator,
+        grader,
+        settings,
+        args.scratch / f"universal-t{args.max_turns}.ckpt",
+        skill_weight=setting["skill_weight"],
+    )
     head = result.head
     out = ROOT / "weights" / args.out
-    save_head(out, head, universal_metadata(
-        backbone_of(pool), head.mean.shape[0], head, numerics=coordinator.numerics,
-        training={"how": "scripts/universal_study.py train", "tasks": "evalperf", "split": "train",
-                  "models": split["train"], "calibration_tasks": [t.task_id for t in calibration],
-                  **asdict(settings), "skill_weight": setting["skill_weight"], "pool_sizes": [2, 6],
-                  "start": {"fitness": result.training.start.fitness}, "fitness": result.training.fitness,
-                  "kept_start": result.training.kept_start, "history": result.training.history,
-                  "seconds": round(time.perf_counter() - started, 1)}))
+    save_head(
+        out,
+        head,
+        universal_metadata(
+            backbone_of(pool),
+            head.mean.shape[0],
+            head,
+            numerics=coordinator.numerics,
+            training={
+                "how": "scripts/universal_study.py train",
+                "tasks": "evalperf",
+                "split": "train",
+                "models": split["train"],
+                "calibration_tasks": [t.task_id for t in calibration],
+                **asdict(settings),
+                "skill_weight": setting["skill_weight"],
+                "pool_sizes": [2, 6],
+                "start": {"fitness": result.training.start.fitness},
+                "fitness": result.training.fitness,
+                "kept_start": result.training.kept_start,
+                "history": result.training.history,
+                "seconds": round(time.perf_counter() - started, 1),
+            },
+        ),
+    )
     print(f"wrote {out}")
 
 
@@ -172,56 +285,124 @@ def measure_command(args: argparse.Namespace) -> None:
     train_tasks, test = select_split(tasks, "train"), select_split(tasks, "test")
     held = split["held_out"]
     rng = np.random.default_rng(args.seed)
-    pools = [sorted(rng.choice(held, size=int(rng.integers(3, 6)), replace=False).tolist()) for _ in range(POOLS)]
-    profiles = {n: dict(zip(held, measure_profiles([agents[m] for m in held], calibration_tasks(train_tasks, n),
-                                                     coordinator, head, grader))) for n in args.ns}
+    pools = [
+        sorted(rng.choice(held, size=int(rng.integers(3, 6)), replace=False).tolist())
+        for _ in range(POOLS)
+    ]
+    profiles = {
+        n: dict(
+            zip(
+                held,
+                measure_profiles(
+                    [agents[m] for m in held],
+                    calibration_tasks(train_tasks, n),
+                    coordinator,
+                    head,
+                    grader,
+                ),
+            )
+        )
+        for n in args.ns
+    }
     results = []
     for index, members in enumerate(pools):
         pool_agents = [agents[m] for m in members]
         row: dict = {"pool": members}
-        bound = {n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in args.ns}
-        report = evaluate(test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns], grader,
-                          max_turns=args.max_turns, baselines=MEASURED)  # the baselines do not depend on n: once per pool
+        bound = {
+            n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in args.ns
+        }
+        report = evaluate(
+            test,
+            pool_agents,
+            [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns],
+            grader,
+            max_turns=args.max_turns,
+            baselines=MEASURED,
+        )  # the baselines do not depend on n: once per pool
         rows = {r.policy: r for r in report.pop("_rows")}
-        oracle = [max(agents[m].provider.record.rates[(agents[m].provider.spec.model, t.task_id)].pass_rate
-                      for m in members) for t in test]
+        oracle = [
+            max(
+                agents[m]
+                .provider.record.rates[(agents[m].provider.spec.model, t.task_id)]
+                .pass_rate
+                for m in members
+            )
+            for t in test
+        ]
         row["baselines"] = {
             "best_true": max(rows[f"single:{m}"].expected_pass_at_1 for m in members),
-            "random": rows["random"].expected_pass_at_1, "cascade": rows["cascade"].expected_pass_at_1,
-            "cascade_sampled": rows["cascade"].pass_at_1, "cascade_usd": rows["cascade"].usd_per_task,
+            "random": rows["random"].expected_pass_at_1,
+            "cascade": rows["cascade"].expected_pass_at_1,
+            "cascade_sampled": rows["cascade"].pass_at_1,
+            "cascade_usd": rows["cascade"].usd_per_task,
             "oracle": float(np.mean(oracle)),
-            "singles": {m: [rows[f"single:{m}"].expected_pass_at_1, rows[f"single:{m}"].usd_per_task] for m in members}}
+            "singles": {
+                m: [rows[f"single:{m}"].expected_pass_at_1, rows[f"single:{m}"].usd_per_task]
+                for m in members
+            },
+        }
         for n in args.ns:
             by_profile = max(members, key=lambda m: profiles[n][m].pass_rate)
-            best, mine, pipeline = rows[f"single:{by_profile}"], rows[f"n{n}"], rows[f"pipeline:{by_profile}"]
+            best, mine, pipeline = (
+                rows[f"single:{by_profile}"],
+                rows[f"n{n}"],
+                rows[f"pipeline:{by_profile}"],
+            )
             loop = rows[f"loop:{by_profile}"]
             row[f"n{n}"] = {
-                "universal": mine.expected_pass_at_1, "universal_usd": mine.usd_per_task,
-                "universal_sampled": mine.pass_at_1, "best_by_profile": by_profile,
-                "best": best.expected_pass_at_1, "best_usd": best.usd_per_task,
+                "universal": mine.expected_pass_at_1,
+                "universal_usd": mine.usd_per_task,
+                "universal_sampled": mine.pass_at_1,
+                "best_by_profile": by_profile,
+                "best": best.expected_pass_at_1,
+                "best_usd": best.usd_per_task,
                 "margin_se": paired_margin(mine.expected, best.expected),
                 "diff": [u - b for u, b in zip(mine.expected, best.expected)],
                 # the same agent as Worker and Verifier, over the same turns (a second answer after a REJECT)
-                "best_pipeline": pipeline.expected_pass_at_1, "best_pipeline_usd": pipeline.usd_per_task,
+                "best_pipeline": pipeline.expected_pass_at_1,
+                "best_pipeline_usd": pipeline.usd_per_task,
                 "margin_vs_pipeline_se": paired_margin(mine.expected, pipeline.expected),
                 # loop: that agent answers, the pool's cheapest Verifier checks, it answers again after a REJECT
-                "best_loop": loop.expected_pass_at_1, "best_loop_usd": loop.usd_per_task,
+                "best_loop": loop.expected_pass_at_1,
+                "best_loop_usd": loop.usd_per_task,
                 "diff_vs_loop": [u - b for u, b in zip(mine.expected, loop.expected)],
             }
         if index < args.pool_specific:
-            fit = train(train_tasks, pool_agents, coordinator, grader,
-                        TrainSettings(**SETTINGS, **POOL_SPECIFIC_SETTINGS, max_turns=args.max_turns),
-                        args.scratch / f"pool-{index}-t{args.max_turns}.ckpt")
-            report = evaluate(test, pool_agents, [HeadUnderTest("specific", fit.head, coordinator)], grader,
-                              max_turns=args.max_turns)
+            fit = train(
+                train_tasks,
+                pool_agents,
+                coordinator,
+                grader,
+                TrainSettings(**SETTINGS, **POOL_SPECIFIC_SETTINGS, max_turns=args.max_turns),
+                args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
+            )
+            report = evaluate(
+                test,
+                pool_agents,
+                [HeadUnderTest("specific", fit.head, coordinator)],
+                grader,
+                max_turns=args.max_turns,
+            )
             row["pool_specific"] = report["_rows"][0].expected_pass_at_1
         print(json.dumps({k: v for k, v in row.items()}, default=float)[:400], flush=True)
         results.append(row)
     out = ROOT / "docs" / "universal" / f"held-out-t{args.max_turns}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"how": "scripts/universal_study.py measure", "weights": args.weights,
-                               "max_turns": args.max_turns, "seed": args.seed, "test_tasks": len(test),
-                               "pools": results}, indent=1, default=float) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "how": "scripts/universal_study.py measure",
+                "weights": args.weights,
+                "max_turns": args.max_turns,
+                "seed": args.seed,
+                "test_tasks": len(test),
+                "pools": results,
+            },
+            indent=1,
+            default=float,
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
 
 
@@ -230,33 +411,61 @@ def report_command(args: argparse.Namespace) -> None:
     data = json.loads((UNIVERSAL / f"held-out-t{args.max_turns}.json").read_text())
     pools = data["pools"]
     print(f"max_turns {data['max_turns']}, {len(pools)} pools, {data['test_tasks']} test tasks")
-    print("| n | universal | best single by profile | pools strictly above | pooled margin (SE) | error reduction "
-          "| universal $/task | best's $/task |" + (" loop: of the best by profile | its $/task | margin vs it "
-                                                    "(SE over tasks) | pools strictly above it |" if data["max_turns"] > 1 else ""))
+    print(
+        "| n | universal | best single by profile | pools strictly above | pooled margin (SE) | error reduction "
+        "| universal $/task | best's $/task |"
+        + (
+            " loop: of the best by profile | its $/task | margin vs it "
+            "(SE over tasks) | pools strictly above it |"
+            if data["max_turns"] > 1
+            else ""
+        )
+    )
     ns = sorted(int(key[1:]) for key in pools[0] if key[0] == "n" and key[1:].isdigit())
     for n in ns:
         cells = [p[f"n{n}"] for p in pools]
         mine, best = np.mean([c["universal"] for c in cells]), np.mean([c["best"] for c in cells])
         diffs = np.concatenate([c["diff"] for c in cells])
-        row = [n, f"{mine:.3f}", f"{best:.3f}", f"{np.mean([c['universal'] > c['best'] for c in cells]):.0%}",
-               f"{diffs.mean() / (diffs.std(ddof=1) / np.sqrt(len(diffs))):+.1f}", f"{((1 - best) - (1 - mine)) / (1 - best):+.0%}",
-               f"{np.mean([c['universal_usd'] for c in cells]):.5f}", f"{np.mean([c['best_usd'] for c in cells]):.5f}"]
+        row = [
+            n,
+            f"{mine:.3f}",
+            f"{best:.3f}",
+            f"{np.mean([c['universal'] > c['best'] for c in cells]):.0%}",
+            f"{diffs.mean() / (diffs.std(ddof=1) / np.sqrt(len(diffs))):+.1f}",
+            f"{((1 - best) - (1 - mine)) / (1 - best):+.0%}",
+            f"{np.mean([c['universal_usd'] for c in cells]):.5f}",
+            f"{np.mean([c['best_usd'] for c in cells]):.5f}",
+        ]
         if data["max_turns"] > 1:
-            by_task = np.mean([c["diff_vs_loop"] for c in cells], axis=0)  # each test task's difference, over the pools
-            row += [f"{np.mean([c['best_loop'] for c in cells]):.3f}", f"{np.mean([c['best_loop_usd'] for c in cells]):.5f}",
-                    f"{by_task.mean() / (by_task.std(ddof=1) / np.sqrt(len(by_task))):+.1f}",
-                    f"{np.mean([c['universal'] > c['best_loop'] for c in cells]):.0%}"]
+            by_task = np.mean(
+                [c["diff_vs_loop"] for c in cells], axis=0
+            )  # each test task's difference, over the pools
+            row += [
+                f"{np.mean([c['best_loop'] for c in cells]):.3f}",
+                f"{np.mean([c['best_loop_usd'] for c in cells]):.5f}",
+                f"{by_task.mean() / (by_task.std(ddof=1) / np.sqrt(len(by_task))):+.1f}",
+                f"{np.mean([c['universal'] > c['best_loop'] for c in cells]):.0%}",
+            ]
         print("| " + " | ".join(str(x) for x in row) + " |")
-    means = {key: np.mean([p["baselines"][key] for p in pools]) for key in ("best_true", "random", "cascade", "oracle")}
-    print("means:", {k: round(float(v), 3) for k, v in means.items()},
-          "cascade $/task", round(float(np.mean([p["baselines"]["cascade_usd"] for p in pools])), 5))
+    means = {
+        key: np.mean([p["baselines"][key] for p in pools])
+        for key in ("best_true", "random", "cascade", "oracle")
+    }
+    print(
+        "means:",
+        {k: round(float(v), 3) for k, v in means.items()},
+        "cascade $/task",
+        round(float(np.mean([p["baselines"]["cascade_usd"] for p in pools])), 5),
+    )
     n = 40 if 40 in ns else ns[-1]
     for index, p in enumerate(q for q in pools if "pool_specific" in q):
         c = p[f"n{n}"]
         gain = p["pool_specific"] - c["best"]
         kept = (c["universal"] - c["best"]) / gain if gain > 0 else float("nan")
-        print(f"pool-specific {index}: specific {p['pool_specific']:.3f}, best by profile {c['best']:.3f}, "
-              f"universal (n={n}) {c['universal']:.3f}, share of the gain kept {kept:.0%}")
+        print(
+            f"pool-specific {index}: specific {p['pool_specific']:.3f}, best by profile {c['best']:.3f}, "
+            f"universal (n={n}) {c['universal']:.3f}, share of the gain kept {kept:.0%}"
+        )
 
 
 def main() -> None:
@@ -267,15 +476,28 @@ def main() -> None:
     parser.add_argument("--out", default="universal.npz")
     parser.add_argument("--weights", default="universal.npz")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pool-specific", type=int, default=POOL_SPECIFIC, help="pools that also get their own head")
-    parser.add_argument("--ns", type=lambda text: tuple(int(n) for n in text.split(",")), default=NS,
-                        help="calibration sizes to measure (comma list)")
+    parser.add_argument(
+        "--pool-specific",
+        type=int,
+        default=POOL_SPECIFIC,
+        help="pools that also get their own head",
+    )
+    parser.add_argument(
+        "--ns",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        default=NS,
+        help="calibration sizes to measure (comma list)",
+    )
     parser.add_argument("--scratch", type=Path, default=None)
     args = parser.parse_args()
     args.scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-universal-"))
     args.scratch.mkdir(parents=True, exist_ok=True)
-    {"validate": validate_command, "train": train_command, "measure": measure_command,
-     "report": report_command}[args.command](args)
+    {
+        "validate": validate_command,
+        "train": train_command,
+        "measure": measure_command,
+        "report": report_command,
+    }[args.command](args)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,10 @@ _one_core_per_worker()
 
 # Modules whose runs read the same coordinator states go to one worker, one after the other,
 # where the session's memo encodes each state once; every other module is a unit of its own.
-SHARED_STATES = {"tests/test_learning_records.py": "learnable", "tests/test_universal.py": "learnable"}
+SHARED_STATES = {
+    "tests/test_learning_records.py": "learnable",
+    "tests/test_universal.py": "learnable",
+}
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -92,9 +95,22 @@ def llama_server(gguf_path: Path):
     port = free_port()
     log = open(_HOME / "llama-server.log", "wb")  # noqa: SIM115 - the server writes to it until the session ends
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "support" / "wire" / "llama_server.py"), "--model", str(gguf_path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--chat_format", "chatml"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            str(Path(__file__).parent / "support" / "wire" / "llama_server.py"),
+            "--model",
+            str(gguf_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--chat_format",
+            "chatml",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
@@ -105,7 +121,10 @@ def llama_server(gguf_path: Path):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("llama_cpp.server did not start: " + (_HOME / "llama-server.log").read_text()[-2000:])
+                raise RuntimeError(
+                    "llama_cpp.server did not start: "
+                    + (_HOME / "llama-server.log").read_text()[-2000:]
+                )
             time.sleep(0.5)
     yield base
     proc.terminate()
@@ -139,4 +158,3 @@ def server():
     wire = WireServer()
     yield wire
     wire.close()
-

@@ -36,14 +36,17 @@ def generated(tmp_path_factory) -> Path:
     shutil.copy(SHIPPED / "sim-pool.json", tmp / "mismatched.json")
     (tmp / "unreachable.toml").write_text(
         f'[[agents]]\nname="gone"\nprovider="openai"\nmodel="m"\nbase_url="http://127.0.0.1:{free_port()}/v1"\n'
-        "timeout_s = 2\nretries = 1\n")
+        "timeout_s = 2\nretries = 1\n"
+    )
     return tmp
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_bad_input_gets_its_exit_code_and_one_clear_line(case, generated, workdir):
     args = [a.replace("{dir}", str(CORPUS)).replace("{tmp}", str(generated)) for a in case["args"]]
-    result = subprocess.run([TRINITY, *args], capture_output=True, check=False, text=True, timeout=300)
+    result = subprocess.run(
+        [TRINITY, *args], capture_output=True, check=False, text=True, timeout=300
+    )
     assert result.returncode == case["exit"], result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
@@ -52,24 +55,33 @@ def test_bad_input_gets_its_exit_code_and_one_clear_line(case, generated, workdi
     if case["exit"] == 2:
         assert result.stdout == ""
     if "help" in case:  # a usage error names the --help that explains it, and nothing garbled
-        assert errors[0].endswith(f"(see `{case['help']} --help`)") and "('" not in errors[0], errors[0]
+        assert errors[0].endswith(f"(see `{case['help']} --help`)") and "('" not in errors[0], (
+            errors[0]
+        )
 
 
 def test_ctrl_c_is_exit_130_and_keeps_the_turns_so_far(workdir):
     server = WireServer()
     try:
-        server.responses += [openai_stream("the plan"), Scripted(200, openai_stream("never").body, "text/event-stream",
-                                                                 delay_s=60)]
+        server.responses += [
+            openai_stream("the plan"),
+            Scripted(200, openai_stream("never").body, "text/event-stream", delay_s=60),
+        ]
         (workdir / "pool.toml").write_text(
-            f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\ntimeout_s=90\n')
+            f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\ntimeout_s=90\n'
+        )
         (workdir / "p.md").write_text("# Add\n\nWrite `add(a, b)`.\n")
         # SIGINT as a terminal delivers it: a suite started in the background (`cmd &`) has SIGINT
         # ignored, which its children inherit (and Python keeps), while a handled signal is reset
         # to its default in a child: handle it here while the child starts
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none",
-                                     "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                [TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         finally:
             signal.signal(signal.SIGINT, previous)
         deadline = time.monotonic() + 60
@@ -83,4 +95,6 @@ def test_ctrl_c_is_exit_130_and_keeps_the_turns_so_far(workdir):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "Aborted" not in err
     report = json.loads(out)
-    assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == ["the plan"]
+    assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == [
+        "the plan"
+    ]

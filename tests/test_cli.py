@@ -30,9 +30,15 @@ def fast_pool(workdir: Path) -> Path:
 
 @pytest.mark.parametrize("command", every_command(), ids=" ".join)
 def test_every_command_has_help_with_an_example_and_a_place_in_the_readme(command):
-    assert len(every_command()) >= 11  # solve pool train eval profile bench doctor logs (show stats prune)
+    assert (
+        len(every_command()) >= 11
+    )  # solve pool train eval profile bench doctor logs (show stats prune)
     result = trinity(*command, "--help")
-    assert result.returncode == 0 and "Usage" in result.stdout and "Example: trinity " + " ".join(command) in result.stdout
+    assert (
+        result.returncode == 0
+        and "Usage" in result.stdout
+        and "Example: trinity " + " ".join(command) in result.stdout
+    )
     assert f"trinity {command[0]}" in (EXAMPLES.parent / "README.md").read_text()
 
 
@@ -55,7 +61,9 @@ def test_help_and_pool_import_no_heavy_module(argv, workdir):
         "heavy = ['llama_cpp', 'numpy', 'cmaes', 'openai', 'anthropic', 'google.genai', 'ray']\n"
         "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False, text=True, cwd=workdir)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=False, text=True, cwd=workdir
+    )
     assert "LOADED=\n" in result.stdout, result.stdout + result.stderr
 
 
@@ -71,25 +79,42 @@ def test_solve_a_problem_file_streams_turns_and_prints_only_the_answer(fast_pool
 @pytest.mark.parametrize("how", ["redirect", "pipe"])
 def test_solve_reads_stdin(fast_pool, how):
     if how == "redirect":
-        result = trinity("solve", "-", "--pool", str(fast_pool), "--max-turns", "1", "--json", stdin=PROBLEM.read_text())
+        result = trinity(
+            "solve",
+            "-",
+            "--pool",
+            str(fast_pool),
+            "--max-turns",
+            "1",
+            "--json",
+            stdin=PROBLEM.read_text(),
+        )
     else:
         result = subprocess.run(
             f"cat {PROBLEM} | {TRINITY} solve --pool {fast_pool} --max-turns 1 --json",  # a pipe needs no argument
-            shell=True, capture_output=True, check=False, text=True, timeout=300,
+            shell=True,
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=300,
         )
     assert result.returncode in (0, 6), result.stderr
     assert json.loads(result.stdout)["turns"][0]["turn"] == 1
 
 
 def test_json_carries_agent_and_role_for_every_turn(fast_pool):
-    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "3", "--json", "--quiet")
+    result = trinity(
+        "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "3", "--json", "--quiet"
+    )
     assert result.returncode in (0, 6), result.stderr
     assert result.stderr == ""  # --quiet
     data = json.loads(result.stdout)
     assert data["schema_version"] == 1
     assert data["verdict"] in ("accepted", "turn_limit", "no_answer", "tests_failed")
     assert isinstance(data["usd"], float) and "answer" in data
-    assert data["tests"]["source"] == "problem examples" and data["tests"]["count"] == 1  # add.md's doctest
+    assert (
+        data["tests"]["source"] == "problem examples" and data["tests"]["count"] == 1
+    )  # add.md's doctest
     if data["verdict"] == "accepted":
         assert data["tests"]["passed"] is True
     assert data["turns"], data
@@ -100,14 +125,23 @@ def test_json_carries_agent_and_role_for_every_turn(fast_pool):
         assert set(turn["agent_probs"]) == {"gemma-greedy", "gemma-t08"}
         assert set(turn["role_probs"]) == {"thinker", "worker", "verifier"}
         assert abs(sum(turn["role_probs"].values()) - 1) < 1e-4
-        for key in ("tokens_in", "tokens_out", "usd", "seconds", "coordinator_seconds", "coordinator_tokens"):
+        for key in (
+            "tokens_in",
+            "tokens_out",
+            "usd",
+            "seconds",
+            "coordinator_seconds",
+            "coordinator_tokens",
+        ):
             assert isinstance(turn[key], (int, float)), key
         assert (turn["verdict"] is not None) == (turn["role"] == "verifier")
     assert data["turns"][0]["coordinator_tokens"] > 0  # the shipped head reads the coordinator
 
 
 def test_jsonl_streams_events_and_ends_with_the_final_object(fast_pool):
-    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "2", "--jsonl", "--quiet")
+    result = trinity(
+        "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "2", "--jsonl", "--quiet"
+    )
     events = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[-1] == "final" and kinds.count("final") == 1
@@ -119,7 +153,17 @@ def test_jsonl_streams_events_and_ends_with_the_final_object(fast_pool):
 
 
 def test_fallback_pipeline_with_weights_none(fast_pool):
-    result = trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "none", "--max-turns", "2", "--json")
+    result = trinity(
+        "solve",
+        str(PROBLEM),
+        "--pool",
+        str(fast_pool),
+        "--weights",
+        "none",
+        "--max-turns",
+        "2",
+        "--json",
+    )
     data = json.loads(result.stdout)
     assert [t["role"] for t in data["turns"]] == ["thinker", "worker"]
     assert all(t["coordinator_tokens"] == 0 for t in data["turns"])
@@ -151,29 +195,61 @@ def test_json_and_jsonl_are_exclusive(workdir):
 def test_bad_pool_toml_exits_3(workdir):
     (workdir / "bad.toml").write_text("[[agents]\n")
     assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "bad.toml"), 3, "invalid TOML")
-    (workdir / "unknown.toml").write_text('[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"\nfoo=1\n')
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "unknown.toml"), 3, "unknown key agents[1].foo")
+    (workdir / "unknown.toml").write_text(
+        '[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"\nfoo=1\n'
+    )
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", "unknown.toml"), 3, "unknown key agents[1].foo"
+    )
 
 
 def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
-    shipped = Path(__import__("trinity_cli.heads.files", fromlist=["x"]).shipped_dir()) / "default-offline.npz"
+    shipped = (
+        Path(__import__("trinity_cli.heads.files", fromlist=["x"]).shipped_dir())
+        / "default-offline.npz"
+    )
     (workdir / "bad.npz").write_bytes(b"garbage")  # metadata that fits, arrays that do not load
     (workdir / "bad.json").write_text(shipped.with_suffix(".json").read_text())
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3, "cannot be read")
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"),
+        3,
+        "cannot be read",
+    )
     (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
-                         "do not fit this run")
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"), 3,
-                         "no head of that name")
-    (workdir / "one.toml").write_text('[[agents]]\nname="solo"\nprovider="local"\nmodel="embedded"\n')
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)), 3,
-                         "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [solo=local:embedded]")
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"),
+        3,
+        "do not fit this run",
+    )
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"),
+        3,
+        "no head of that name",
+    )
+    (workdir / "one.toml").write_text(
+        '[[agents]]\nname="solo"\nprovider="local"\nmodel="embedded"\n'
+    )
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)),
+        3,
+        "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [solo=local:embedded]",
+    )
 
 
 def test_offline_refuses_remote_agents_and_missing_keys_exit_3(workdir):
-    (workdir / "remote.toml").write_text('[[agents]]\nname="gpt"\nprovider="openai"\nmodel="gpt-4o-mini"\n')
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--offline"), 3, "--offline: agents gpt")
-    assert_clean_failure(trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--weights", "none"), 3, "set OPENAI_API_KEY")
+    (workdir / "remote.toml").write_text(
+        '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="gpt-4o-mini"\n'
+    )
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--offline"),
+        3,
+        "--offline: agents gpt",
+    )
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--weights", "none"),
+        3,
+        "set OPENAI_API_KEY",
+    )
 
 
 def test_unreachable_server_is_exit_4(workdir):
@@ -182,7 +258,9 @@ def test_unreachable_server_is_exit_4(workdir):
     (workdir / "dead.toml").write_text(
         f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="http://127.0.0.1:{free_port()}/v1"\ntimeout_s=5\n'
     )
-    result = trinity("solve", str(PROBLEM), "--pool", "dead.toml", "--weights", "none", "--json", "--quiet")
+    result = trinity(
+        "solve", str(PROBLEM), "--pool", "dead.toml", "--weights", "none", "--json", "--quiet"
+    )
     assert result.returncode == 4
     assert json.loads(result.stdout)["verdict"] == "provider_error"
     assert "Traceback" not in result.stderr
@@ -209,34 +287,80 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     from trinity_cli.tasks.taskset import load_humaneval
 
     tasks = load_humaneval()[:14]
-    lines = [json.dumps({"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-                         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) for t in tasks]
+    lines = [
+        json.dumps(
+            {
+                "task_id": t.task_id,
+                "prompt": t.prompt,
+                "entry_point": t.entry_point,
+                "test": t.test,
+                "canonical_solution": t.canonical_solution,
+                "tags": list(t.tags),
+            }
+        )
+        for t in tasks
+    ]
     (workdir / "tasks.jsonl").write_text("\n".join(lines) + "\n")
     flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1"]
-    result = trinity("train", *flags, "--out", "head.npz", "--generations", "2", "--popsize", "4",
-                     "--batch-size", "4", "--project", "4", "--sigma0", "0.3", "--folds", "2")
+    result = trinity(
+        "train",
+        *flags,
+        "--out",
+        "head.npz",
+        "--generations",
+        "2",
+        "--popsize",
+        "4",
+        "--batch-size",
+        "4",
+        "--project",
+        "4",
+        "--sigma0",
+        "0.3",
+        "--folds",
+        "2",
+    )
     assert result.returncode == 0, result.stderr
     assert "gen 2/2" in result.stderr and "coordinator passes saved by the memo" in result.stderr
-    assert "start: best-fixed sim-" in result.stderr and "cross-validated (2 folds)" in result.stderr
+    assert (
+        "start: best-fixed sim-" in result.stderr and "cross-validated (2 folds)" in result.stderr
+    )
     meta = json.loads((workdir / "head.json").read_text())
     assert meta["trained"] is True and len(meta["training"]["history"]) == 2
     training = meta["training"]
-    assert training["start"]["plan"][0][1] == "worker" and len(training["start"]["plan"]) == 1  # one turn: one answer
-    assert training["validation"]["folds"] == 2 and training["validation"]["tasks"] == training["n_tasks"] == 10
-    assert set(training["starts"]) == {"best-fixed", "routed"}  # --imitate auto: both cross-validated, ...
+    assert (
+        training["start"]["plan"][0][1] == "worker" and len(training["start"]["plan"]) == 1
+    )  # one turn: one answer
+    assert (
+        training["validation"]["folds"] == 2
+        and training["validation"]["tasks"] == training["n_tasks"] == 10
+    )
+    assert set(training["starts"]) == {
+        "best-fixed",
+        "routed",
+    }  # --imitate auto: both cross-validated, ...
     chosen = max(training["starts"], key=lambda name: training["starts"][name]["head_fitness"])
     assert training["imitate"] == chosen  # ... the better held-out head's start trained
     assert training["below_start"] == training["validation"]["below_start"]
-    plan = json.loads((workdir / "head-plan.json").read_text())  # the start's plan, a routing policy too
+    plan = json.loads(
+        (workdir / "head-plan.json").read_text()
+    )  # the start's plan, a routing policy too
     assert plan["kind"] == "plan" and plan["training"]["plan_of"] == "head.npz"
-    assert [meta.get("auto_select", True), plan.get("auto_select", True)].count(True) == 1  # one routes by default
-    assert (workdir / "head.csv").read_text().splitlines()[0] == "generation,best,mean,std,spent_usd"
+    assert [meta.get("auto_select", True), plan.get("auto_select", True)].count(
+        True
+    ) == 1  # one routes by default
+    assert (workdir / "head.csv").read_text().splitlines()[
+        0
+    ] == "generation,best,mean,std,spent_usd"
     import importlib.util
 
     assert (workdir / "head.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
     import llama_cpp
 
-    assert meta["numerics"]["llama_cpp"] == llama_cpp.__version__ and meta["numerics"]["n_batch"] == 256
+    assert (
+        meta["numerics"]["llama_cpp"] == llama_cpp.__version__
+        and meta["numerics"]["n_batch"] == 256
+    )
     meta["numerics"]["llama_cpp"] = "0.0.1"  # as if trained before an upgrade
     (workdir / "head.json").write_text(json.dumps(meta))
     result = trinity("eval", *flags, "--weights", "head.npz", "--split", "all", "--json")
@@ -248,21 +372,37 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     policies = [r["policy"] for r in report["rows"]]
     assert policies[:2] == ["trained", "random"] and policies[-1] == "oracle"
     assert {"pipeline:sim-strings", "single:sim-math", "loop:sim-lists", "cascade"} <= set(policies)
-    assert "best-fixed" not in policies and report["best_fixed"] is None  # chosen on train: not with --split all
-    assert "best-fixed is left out: it is chosen on the train split" in " ".join(result.stderr.split())
+    assert (
+        "best-fixed" not in policies and report["best_fixed"] is None
+    )  # chosen on train: not with --split all
+    assert "best-fixed is left out: it is chosen on the train split" in " ".join(
+        result.stderr.split()
+    )
     assert report["max_turns"] == 1  # the head's, as trained
     for row in report["rows"]:
-        assert set(row) == {"policy", "pass_at_1", "ci95", "expected_pass_at_1", "usd_per_task", "mean_turns"}
+        assert set(row) == {
+            "policy",
+            "pass_at_1",
+            "ci95",
+            "expected_pass_at_1",
+            "usd_per_task",
+            "mean_turns",
+        }
         assert 0 <= row["ci95"][0] <= row["pass_at_1"] <= row["ci95"][1] <= 1
-        if row["policy"] != "oracle":  # no recorded probabilities here: the expected pass is the pass
+        if (
+            row["policy"] != "oracle"
+        ):  # no recorded probabilities here: the expected pass is the pass
             assert row["expected_pass_at_1"] == row["pass_at_1"]
     assert isinstance(report["rel_err_reduction_vs_best_single"], float)
 
 
 def test_train_with_a_malformed_task_file_exits_2(workdir):
     (workdir / "bad.jsonl").write_text('{"task_id": "x"}\n')
-    assert_clean_failure(trinity("train", "--tasks", "bad.jsonl", "--pool", str(SIM_POOL), "--out", "h.npz"), 2,
-                         "bad.jsonl:1: field 'prompt' is missing")
+    assert_clean_failure(
+        trinity("train", "--tasks", "bad.jsonl", "--pool", str(SIM_POOL), "--out", "h.npz"),
+        2,
+        "bad.jsonl:1: field 'prompt' is missing",
+    )
 
 
 def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, monkeypatch):
@@ -279,16 +419,23 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, m
     assert report["coordinator"]["backend"] in ("CPU", "Metal", "GPU offload available")
     assert report["coordinator"]["threads"] >= 1
     log = Path(report["paths"]["run_log"]["path"])
-    assert log == workdir / "home" / "data" / "runs.sqlite" and report["paths"]["run_log"]["bytes"] is None
+    assert (
+        log == workdir / "home" / "data" / "runs.sqlite"
+        and report["paths"]["run_log"]["bytes"] is None
+    )
     screen = trinity("doctor")
     assert screen.returncode == 0 and "sandbox" in screen.stderr and "coordinator" in screen.stderr
     assert f"run_log {log} (not created yet)" in screen.stderr
 
-    assert trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q").returncode in (0, 6)
+    assert trinity(
+        "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q"
+    ).returncode in (0, 6)
     size = json.loads(trinity("doctor", "--json").stdout)["paths"]["run_log"]["bytes"]
     assert isinstance(size, int) and size == log.stat().st_size > 0
     assert f"run_log {log} ({size:,} bytes)" in trinity("doctor").stderr
-    (workdir / "remote.toml").write_text('[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\napi_key_env="NOPE_KEY"\n')
+    (workdir / "remote.toml").write_text(
+        '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\napi_key_env="NOPE_KEY"\n'
+    )
     assert trinity("doctor", "--pool", "remote.toml").returncode == 3
 
 

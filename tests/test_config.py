@@ -40,17 +40,30 @@ def test_a_good_pool_with_defaults_merged():
     pool = parse_pool(GOOD, "pool.toml")
     gpt, ollama = pool.agents
     assert pool.names == ("gpt", "ollama")
-    assert (gpt.max_tokens, gpt.price_in, gpt.price_out, gpt.api_key_env) == (256, 1.0, 2.0, "MY_KEY")
-    assert (ollama.price_in, ollama.stop, ollama.base_url) == (0.0, ("###",), "http://127.0.0.1:11434/v1")
+    assert (gpt.max_tokens, gpt.price_in, gpt.price_out, gpt.api_key_env) == (
+        256,
+        1.0,
+        2.0,
+        "MY_KEY",
+    )
+    assert (ollama.price_in, ollama.stop, ollama.base_url) == (
+        0.0,
+        ("###",),
+        "http://127.0.0.1:11434/v1",
+    )
     assert pool.coordinator.n_ctx == 4096
 
 
 def test_token_param_defaults_by_endpoint_and_can_be_forced():
     gpt, ollama = parse_pool(GOOD, "pool.toml").agents
     assert (gpt.token_param, ollama.token_param) == ("max_completion_tokens", "max_tokens")
-    forced = parse_pool(GOOD.replace('stop = "###"', 'token_param = "max_completion_tokens"'), "pool.toml").agents[1]
+    forced = parse_pool(
+        GOOD.replace('stop = "###"', 'token_param = "max_completion_tokens"'), "pool.toml"
+    ).agents[1]
     assert forced.token_param == "max_completion_tokens"
-    local = parse_pool('[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "pool.toml").agents[0]
+    local = parse_pool(
+        '[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "pool.toml"
+    ).agents[0]
     assert local.token_param is None
 
 
@@ -59,19 +72,47 @@ def test_token_param_defaults_by_endpoint_and_can_be_forced():
     [
         ("[[agents]\nname=", "invalid TOML"),
         ('[[agents]]\nname="a"\nprovider="cohere"\nmodel="m"', "known providers"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\ncolour="red"', "unknown key agents[1].colour"),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\ncolour="red"',
+            "unknown key agents[1].colour",
+        ),
         ('[[agents]]\nname="a"\nprovider="openai"', "agents[1].model is required"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\n[[agents]]\nname="a"\nprovider="openai"\nmodel="n"', "duplicate agent name 'a'"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nprice_in=-1', "price_in must be zero or more"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_tokens=0', "max_tokens must be a positive integer"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmode="chat"', "applies to provider \"local\" only"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="o3"\ntoken_param="max_output_tokens"',
-         "agents[a].token_param is 'max_output_tokens'; use \"max_completion_tokens\" or \"max_tokens\""),
-        ('[[agents]]\nname="a"\nprovider="anthropic"\nmodel="m"\ntoken_param="max_tokens"',
-         "agents[a].token_param applies to provider \"openai\" only"),
-        ('[defaults]\nbogus=1\n[[agents]]\nname="a"\nprovider="openai"\nmodel="m"', "unknown key defaults.bogus"),
-        ('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_token=5', "max_token (did you mean agents[1].max_tokens?"),
-        ('[coordinator]\ntoken_position=2\n[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"', "token_position"),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\n[[agents]]\nname="a"\nprovider="openai"\nmodel="n"',
+            "duplicate agent name 'a'",
+        ),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nprice_in=-1',
+            "price_in must be zero or more",
+        ),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_tokens=0',
+            "max_tokens must be a positive integer",
+        ),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmode="chat"',
+            'applies to provider "local" only',
+        ),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="o3"\ntoken_param="max_output_tokens"',
+            'agents[a].token_param is \'max_output_tokens\'; use "max_completion_tokens" or "max_tokens"',
+        ),
+        (
+            '[[agents]]\nname="a"\nprovider="anthropic"\nmodel="m"\ntoken_param="max_tokens"',
+            'agents[a].token_param applies to provider "openai" only',
+        ),
+        (
+            '[defaults]\nbogus=1\n[[agents]]\nname="a"\nprovider="openai"\nmodel="m"',
+            "unknown key defaults.bogus",
+        ),
+        (
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nmax_token=5',
+            "max_token (did you mean agents[1].max_tokens?",
+        ),
+        (
+            '[coordinator]\ntoken_position=2\n[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"',
+            "token_position",
+        ),
         ("title = 'x'", "unknown key title"),
         ("", "no agents"),
     ],

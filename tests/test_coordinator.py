@@ -43,7 +43,9 @@ def test_incremental_encode_equals_full_reencode_past_the_sliding_window(coordin
         coordinator.reset()
         full = coordinator.encode(transcript)
         assert inc.tokens < full.tokens  # only the new turn and the cue were evaluated
-        assert np.abs(inc.hidden - full.hidden).max() <= TOLERANCE * max(1.0, np.abs(full.hidden).max())
+        assert np.abs(inc.hidden - full.hidden).max() <= TOLERANCE * max(
+            1.0, np.abs(full.hidden).max()
+        )
     new_turn = len(coordinator.tokenize(steps[-1].coordinator_segments()[-1], bos=False))
     assert incremental[-1].tokens <= new_turn + len(coordinator.cue_tokens)
 
@@ -74,18 +76,24 @@ def test_overflow_keeps_the_problem_and_the_newest_turns(gguf_path):
     problem = small.tokenize(transcript.coordinator_segments()[0], bos=True)
     assert ids[: len(problem)] == problem
     newest = small.tokenize(transcript.coordinator_segments()[-1], bos=False)[:64]
-    assert ids[-len(newest):] == newest
+    assert ids[-len(newest) :] == newest
     encoding = small.encode(transcript)  # no crash, a real vector
     assert np.isfinite(encoding.hidden).all()
-    total = sum(len(small.tokenize(s, bos=i == 0)) for i, s in enumerate(transcript.coordinator_segments()))
+    total = sum(
+        len(small.tokenize(s, bos=i == 0)) for i, s in enumerate(transcript.coordinator_segments())
+    )
     cut = encoding.input_truncated  # what was cut comes back with the state
     assert cut is not None and (cut.kept_tokens, cut.dropped_tokens) == (len(ids), total - len(ids))
-    assert cut.note.startswith(f"the transcript is {total:,} tokens; the coordinator reads {len(ids):,}")
+    assert cut.note.startswith(
+        f"the transcript is {total:,} tokens; the coordinator reads {len(ids):,}"
+    )
     huge = Transcript(Problem("Count the sheep. " * 400))
     problem_cut = small.fit(huge)[1]
     assert problem_cut is not None and problem_cut.kept_tokens == 256  # half the context
-    assert problem_cut.note.startswith(f"the problem is {256 + problem_cut.dropped_tokens:,} tokens; the coordinator "
-                                       "reads its first 256")
+    assert problem_cut.note.startswith(
+        f"the problem is {256 + problem_cut.dropped_tokens:,} tokens; the coordinator "
+        "reads its first 256"
+    )
     short = Transcript(Problem("Add two numbers."))
     assert small.fit(short)[1] is None and small.encode(short).input_truncated is None
     small.close()
@@ -107,7 +115,9 @@ def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path):
         LlamaCoordinator(bad)
 
 
-def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(coordinator, gguf_path):
+def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(
+    coordinator, gguf_path
+):
     """Gemma-3's window layers live in a 768-cell ring. Each step below is compared bit for bit
     with a fresh encode: a cue that would wrap around the ring's end (evaluated in the scratch
     sequence), then appends after it, a drop the ring keeps, a drop past the held window,
@@ -125,7 +135,10 @@ def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(coo
     coordinator.encode_tokens(ids[:1200])
     try:
         for length, evaluated in [
-            (wrap_at, wrap_at - 1200 + cue),  # the transcript goes into the cache, the cue into the copy
+            (
+                wrap_at,
+                wrap_at - 1200 + cue,
+            ),  # the transcript goes into the cache, the cue into the copy
             (wrap_at + 9, 9 + cue),
             (wrap_at + 200, 191 + cue),
             (wrap_at + 100, cue),  # a drop inside the ring
@@ -172,9 +185,14 @@ def test_graph_readout_equals_embeddings_mode_bit_for_bit(coordinator, gguf_path
     assert np.array_equal(read, first) and np.array_equal(read, again)
 
 
-STREAMED_REPLY = "```python\ndef is_prime(n):\n    if n < 2:\n        return False\n" + (
-    "    for d in range(2, int(n ** 0.5) + 1):\n        if n % d == 0:\n            return False\n" * 6
-) + "    return True\n```"
+STREAMED_REPLY = (
+    "```python\ndef is_prime(n):\n    if n < 2:\n        return False\n"
+    + (
+        "    for d in range(2, int(n ** 0.5) + 1):\n        if n % d == 0:\n            return False\n"
+        * 6
+    )
+    + "    return True\n```"
+)
 
 
 def random_pieces(text: str, seed: int) -> list[str]:
@@ -191,7 +209,9 @@ def tail_budget(coordinator, turn: int) -> int:
 
     end_tag = coordinator.tokenize(f"\n[end of turn {turn} | agent1 | worker]\n", bos=False)
     end_tags = FORMATS[coordinator.transcript_format].end_tags
-    return STREAM_HOLD_BACK + len(end_tag) * end_tags + len(coordinator.cue_tokens) + MIN_EXACT_BATCH
+    return (
+        STREAM_HOLD_BACK + len(end_tag) * end_tags + len(coordinator.cue_tokens) + MIN_EXACT_BATCH
+    )
 
 
 @pytest.fixture(scope="module")
@@ -213,9 +233,13 @@ def test_each_transcript_format_has_its_own_segments(coordinator, tf1_coordinato
         segments = transcript.coordinator_segments(fmt)
         assert all(("[end of turn" in s) == fmt.end_tags for s in segments[1:])
         ids = c.transcript_tokens(transcript)
-        assert ids == c.tokenize(segments[0], bos=True) + [t for s in segments[1:] for t in c.tokenize(s, bos=False)]
+        assert ids == c.tokenize(segments[0], bos=True) + [
+            t for s in segments[1:] for t in c.tokenize(s, bos=False)
+        ]
     assert coordinator.transcript_format == "trinity-tf2"  # what new heads are trained on
-    assert not np.allclose(coordinator.encode(transcript).hidden, tf1_coordinator.encode(transcript).hidden)
+    assert not np.allclose(
+        coordinator.encode(transcript).hidden, tf1_coordinator.encode(transcript).hidden
+    )
     # before the first turn the formats agree, so the states of a first decision are the same
     first = Transcript(transcript.problem)
     assert np.array_equal(coordinator.encode(first).hidden, tf1_coordinator.encode(first).hidden)
@@ -282,19 +306,32 @@ def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
 
     server = WireServer()
     try:
-        server.responses += [openai_stream(STREAMED_REPLY, pieces=40, gap_s=0.05),
-                             openai_stream("<verdict>ACCEPT</verdict>")]
+        server.responses += [
+            openai_stream(STREAMED_REPLY, pieces=40, gap_s=0.05),
+            openai_stream("<verdict>ACCEPT</verdict>"),
+        ]
         spec = AgentSpec("agent1", "openai", "m", base_url=server.url + "/v1")
         agents = build_agents([spec])
         assert agents[0].remote
         coordinator.reset()
-        result = run_episode(Problem("Write `is_prime(n)`.\n"), agents, coordinator,
-                             ScriptedPolicy(((0, Role.WORKER), (0, Role.VERIFIER)), n_agents=1), max_turns=2)
+        result = run_episode(
+            Problem("Write `is_prime(n)`.\n"),
+            agents,
+            coordinator,
+            ScriptedPolicy(((0, Role.WORKER), (0, Role.VERIFIER)), n_agents=1),
+            max_turns=2,
+        )
     finally:
         server.close()
     assert result.verdict == "accepted"
-    worker_turn = len(coordinator.tokenize(Transcript(Problem("x")).with_turn(
-        Turn("agent1", Role.WORKER, STREAMED_REPLY)).coordinator_segments()[1], bos=False))
+    worker_turn = len(
+        coordinator.tokenize(
+            Transcript(Problem("x"))
+            .with_turn(Turn("agent1", Role.WORKER, STREAMED_REPLY))
+            .coordinator_segments()[1],
+            bos=False,
+        )
+    )
     after_stream = result.turns[1].decision.coordinator_tokens
     assert after_stream <= worker_turn // 2  # most of the reply was evaluated while it streamed
 
@@ -305,7 +342,10 @@ def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, 
     from trinity_cli.coordinator.llama import LlamaCoordinator
 
     a = [long_transcript(n) for n in range(1, 5)]
-    b = [Transcript(t.problem, tuple(Turn("other", turn.role, turn.text[::-1]) for turn in t.turns)) for t in a]
+    b = [
+        Transcript(t.problem, tuple(Turn("other", turn.role, turn.text[::-1]) for turn in t.turns))
+        for t in a
+    ]
     evaluated = {}
     for sessions in (1, 2):
         pair = LlamaCoordinator(gguf_path, n_ctx=4096, sessions=sessions)
@@ -319,8 +359,11 @@ def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, 
             assert np.array_equal(ea.hidden, coordinator.encode(x).hidden)
             coordinator.reset()
             assert np.array_equal(eb.hidden, coordinator.encode(y).hidden)
-    new_turns = sum(len(coordinator.tokenize(t.coordinator_segments()[-1], bos=False)) + len(coordinator.cue_tokens)
-                    for t in a[1:] + b[1:])
+    new_turns = sum(
+        len(coordinator.tokenize(t.coordinator_segments()[-1], bos=False))
+        + len(coordinator.cue_tokens)
+        for t in a[1:] + b[1:]
+    )
     assert evaluated[2] <= new_turns < evaluated[1]
 
 
@@ -335,7 +378,9 @@ def test_bench_streamed_call_measures_the_overlapped_and_plain_encodes(coordinat
     assert result["final_encode_tokens"] <= tail_budget(coordinator, 99)
 
 
-def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(coordinator, tmp_path, monkeypatch):
+def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(
+    coordinator, tmp_path, monkeypatch
+):
     """A llama.cpp upgrade (or other CPU kernels, batch, ring) re-encodes instead of serving
     states from the disk memo that the new build would not produce."""
     import llama_cpp
@@ -343,10 +388,17 @@ def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(coord
     from trinity_cli.coordinator.memo import MemoCoordinator
 
     numerics = coordinator.numerics
-    assert numerics["llama_cpp"] == llama_cpp.__version__ and numerics["n_batch"] == coordinator.n_batch
-    assert numerics["swa_ring"] == 768 and numerics["flash_attention"] is False  # Gemma-3 at batch 256
+    assert (
+        numerics["llama_cpp"] == llama_cpp.__version__
+        and numerics["n_batch"] == coordinator.n_batch
+    )
+    assert (
+        numerics["swa_ring"] == 768 and numerics["flash_attention"] is False
+    )  # Gemma-3 at batch 256
     info = llama_cpp.llama_print_system_info().decode()
-    assert numerics["cpu_features"] and all(f"{name} = 1" in info for name in numerics["cpu_features"].split(","))
+    assert numerics["cpu_features"] and all(
+        f"{name} = 1" in info for name in numerics["cpu_features"].split(",")
+    )
     transcript = Transcript(Problem("Write add(a, b).", "def add(a, b):\n"))
     path = tmp_path / "hidden.sqlite"
     first = MemoCoordinator(coordinator, "sha", path)
@@ -354,8 +406,13 @@ def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(coord
     again = MemoCoordinator(coordinator, "sha", path)
     again.encode(transcript)
     assert (first.misses, again.misses, again.hits) == (1, 0, 1)
-    for key, other in [("llama_cpp", "0.0.1"), ("cpu_features", "AVX512F"), ("n_batch", 512), ("swa_ring", 0),
-                       ("flash_attention", True)]:
+    for key, other in [
+        ("llama_cpp", "0.0.1"),
+        ("cpu_features", "AVX512F"),
+        ("n_batch", 512),
+        ("swa_ring", 0),
+        ("flash_attention", True),
+    ]:
         monkeypatch.setattr(coordinator, "numerics", {**coordinator.numerics, key: other})
         upgraded = MemoCoordinator(coordinator, "sha", path)
         upgraded.encode(transcript)

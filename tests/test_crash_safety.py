@@ -25,32 +25,79 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
     the middle); the uninterrupted run then uses the caches they filled."""
     monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
     tasks = load_humaneval()[:16]
-    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
-        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in tasks))
-    flags = ["train", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "2", "--generations",
-             str(GENERATIONS), "--popsize", "4", "--batch-size", "4", "--project", "4", "--sigma0", "1.0", "--seed", "3",
-             "--folds", "0"]
+    (workdir / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                    "tags": list(t.tags),
+                }
+            )
+            + "\n"
+            for t in tasks
+        )
+    )
+    flags = [
+        "train",
+        "--tasks",
+        "tasks.jsonl",
+        "--pool",
+        str(SIM_POOL),
+        "--max-turns",
+        "2",
+        "--generations",
+        str(GENERATIONS),
+        "--popsize",
+        "4",
+        "--batch-size",
+        "4",
+        "--project",
+        "4",
+        "--sigma0",
+        "1.0",
+        "--seed",
+        "3",
+        "--folds",
+        "0",
+    ]
     rng = random.Random(11)
     checkpoint = workdir / "killed.ckpt"
     kills, resumed, last_generation = 0, 0, 0
     for _ in range(30):
         resume = ["--resume"] if checkpoint.exists() else []
-        proc = subprocess.Popen([TRINITY, *flags, "--out", "killed.npz", *resume],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [TRINITY, *flags, "--out", "killed.npz", *resume],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(rng.uniform(2.0, 6.0))
         if proc.poll() is not None:  # it finished before the kill
             assert proc.returncode == 0, proc.stderr.read()
             break
         proc.send_signal(signal.SIGKILL)
-        printed = max(map(int, re.findall(rf"gen (\d+)/{GENERATIONS} ", proc.communicate()[1])), default=0)
+        printed = max(
+            map(int, re.findall(rf"gen (\d+)/{GENERATIONS} ", proc.communicate()[1])), default=0
+        )
         kills, resumed = kills + 1, resumed + bool(resume)
         if checkpoint.exists():
             state = pickle.loads(checkpoint.read_bytes())  # never corrupt: always a whole pickle
             assert state["generation"] >= last_generation and state["generation"] >= printed
             last_generation = state["generation"]
-    assert kills >= 3 and resumed >= 1 and last_generation >= 1 and (workdir / "killed.npz").exists()
-    whole = subprocess.run([TRINITY, *flags, "--out", "whole.npz"], capture_output=True, check=False, text=True, timeout=600)
+    assert (
+        kills >= 3 and resumed >= 1 and last_generation >= 1 and (workdir / "killed.npz").exists()
+    )
+    whole = subprocess.run(
+        [TRINITY, *flags, "--out", "whole.npz"],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=600,
+    )
     assert whole.returncode == 0, whole.stderr
     a, b = np.load(workdir / "whole.npz"), np.load(workdir / "killed.npz")
     assert set(a.files) == set(b.files)

@@ -18,18 +18,28 @@ from support.cli import FAST_POOL, PROBLEM, TRINITY, trinity
 from support.wire.server import WireServer, openai_stream
 
 KEY = "sk-planted-0123456789abcdef"
-REPLY = ("First I read the problem closely.\nThe key I was given is " + KEY + " and I keep it.\n"
-         "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```\nThat is all.\n")
+REPLY = (
+    "First I read the problem closely.\nThe key I was given is " + KEY + " and I keep it.\n"
+    "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```\nThat is all.\n"
+)
 PIECES, GAP_S = 8, 0.4  # the reply takes about 3 s to stream
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[list[tuple[float, bytes]], str, int]:
+def on_a_terminal(
+    args: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[list[tuple[float, bytes]], str, int]:
     """Run trinity with stderr on a pseudo-terminal and stdout on a pipe: the terminal's bytes
     with the time each arrived, stdout, exit code."""
     master, slave = os.openpty()
-    proc = subprocess.Popen([TRINITY, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                            cwd=cwd, env={**os.environ, "TERM": "xterm", "COLUMNS": "120", **env})
+    proc = subprocess.Popen(
+        [TRINITY, *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120", **env},
+    )
     os.close(slave)
     chunks: list[tuple[float, bytes]] = []
     reader = threading.Thread(target=drain, args=(master, chunks, True))
@@ -65,48 +75,105 @@ def first_seen(chunks: list[tuple[float, bytes]], needle: bytes) -> float | None
 def streaming_server(workdir: Path):
     server = WireServer()
     server.responses.append(openai_stream(REPLY, pieces=PIECES, gap_s=GAP_S))
-    (workdir / "pool.toml").write_text(f'[[agents]]\nname = "remote"\nprovider = "openai"\nmodel = "m"\n'
-                                       f'base_url = "{server.url}/v1"\nroles = ["worker"]\n')
+    (workdir / "pool.toml").write_text(
+        f'[[agents]]\nname = "remote"\nprovider = "openai"\nmodel = "m"\n'
+        f'base_url = "{server.url}/v1"\nroles = ["worker"]\n'
+    )
     (workdir / "p.md").write_text(PROBLEM.read_text())
     yield server
     server.close()
 
 
-def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(workdir, streaming_server):
-    chunks, stdout, code = on_a_terminal(["solve", "p.md", "--pool", "pool.toml", "--weights", "none",
-                                          "--max-turns", "1", "--no-log"], workdir, {"OPENAI_API_KEY": KEY})
+def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(
+    workdir, streaming_server
+):
+    chunks, stdout, code = on_a_terminal(
+        [
+            "solve",
+            "p.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "1",
+            "--no-log",
+        ],
+        workdir,
+        {"OPENAI_API_KEY": KEY},
+    )
     terminal = b"".join(data for _, data in chunks)
-    assert code == 6, terminal.decode(errors="replace")  # one Worker turn: the turn limit, an answer
+    assert code == 6, terminal.decode(
+        errors="replace"
+    )  # one Worker turn: the turn limit, an answer
     assert stdout == "def add(a: int, b: int) -> int:\n    return a + b\n"  # the answer alone
-    early, late = first_seen(chunks, b"read the problem closely"), first_seen(chunks, b"That is all.")
+    early, late = (
+        first_seen(chunks, b"read the problem closely"),
+        first_seen(chunks, b"That is all."),
+    )
     finished = first_seen(chunks, b"tok ")  # the turn's permanent line: "12→34 tok"
-    assert early is not None and late is not None and finished is not None, terminal.decode(errors="replace")
-    assert late - early > GAP_S * 2  # the first words were on the terminal long before the last came
+    assert early is not None and late is not None and finished is not None, terminal.decode(
+        errors="replace"
+    )
+    assert (
+        late - early > GAP_S * 2
+    )  # the first words were on the terminal long before the last came
     assert early < finished - GAP_S * 2
     assert KEY.encode() not in terminal and b"***" in terminal
 
 
-def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_cursor_back(workdir, streaming_server):
+def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_cursor_back(
+    workdir, streaming_server
+):
     plan = openai_stream("First a plan.", pieces=1)
-    slow = openai_stream(REPLY, pieces=3 * PIECES, gap_s=GAP_S)  # ~10 s: Ctrl-C lands mid-stream on a busy machine too
+    slow = openai_stream(
+        REPLY, pieces=3 * PIECES, gap_s=GAP_S
+    )  # ~10 s: Ctrl-C lands mid-stream on a busy machine too
     streaming_server.responses[:] = [plan, slow]
-    (workdir / "pool.toml").write_text((workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', ""))
+    (workdir / "pool.toml").write_text(
+        (workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', "")
+    )
     master, slave = os.openpty()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a child of a suite run in the background
+    previous = signal.signal(
+        signal.SIGINT, signal.default_int_handler
+    )  # a child of a suite run in the background
     try:  # would inherit SIGINT ignored (test_bad_inputs' Ctrl-C test says why); a handled one resets to default
-        proc = subprocess.Popen([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns",
-                                 "3", "--json"], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                                cwd=workdir, env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY})
+        proc = subprocess.Popen(
+            [
+                TRINITY,
+                "solve",
+                "p.md",
+                "--pool",
+                "pool.toml",
+                "--weights",
+                "none",
+                "--max-turns",
+                "3",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            stdin=subprocess.DEVNULL,
+            cwd=workdir,
+            env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY},
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
     os.close(slave)
     chunks: list[bytes] = []
-    reader = threading.Thread(target=drain, args=(master, chunks))  # a terminal nobody reads would block the display
+    reader = threading.Thread(
+        target=drain, args=(master, chunks)
+    )  # a terminal nobody reads would block the display
     reader.start()
     deadline = time.monotonic() + 120
-    while b"read the problem closely" not in ANSI.sub(b"", b"".join(chunks)) and time.monotonic() < deadline:
+    while (
+        b"read the problem closely" not in ANSI.sub(b"", b"".join(chunks))
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.05)
-    assert b"read the problem closely" in ANSI.sub(b"", b"".join(chunks))  # the second turn is streaming
+    assert b"read the problem closely" in ANSI.sub(
+        b"", b"".join(chunks)
+    )  # the second turn is streaming
     proc.send_signal(signal.SIGINT)  # as Ctrl-C sends
     stdout, _ = proc.communicate(timeout=60)
     reader.join(timeout=10)
@@ -114,14 +181,37 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
     seen = b"".join(chunks)
     assert proc.returncode == 130, (stdout[-1500:], ANSI.sub(b"", seen)[-1500:])
     report = json.loads(stdout)
-    assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == ["First a plan."]
-    assert seen.rfind(b"\x1b[?25h") > seen.rfind(b"\x1b[?25l")  # the live display showed the cursor again
+    assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == [
+        "First a plan."
+    ]
+    assert seen.rfind(b"\x1b[?25h") > seen.rfind(
+        b"\x1b[?25l"
+    )  # the live display showed the cursor again
 
 
 def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, streaming_server):
-    result = subprocess.run([TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1",
-                             "--no-log", "-v", "--json"], check=False, capture_output=True, text=True, cwd=workdir, timeout=300,
-                            env={**os.environ, "OPENAI_API_KEY": KEY})
+    result = subprocess.run(
+        [
+            TRINITY,
+            "solve",
+            "p.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "1",
+            "--no-log",
+            "-v",
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=300,
+        env={**os.environ, "OPENAI_API_KEY": KEY},
+    )
     assert result.returncode == 6, result.stderr
     assert "I read the problem closely" in result.stderr and "That is all." in result.stderr
     assert KEY not in result.stderr and "The key I was given is *** and I keep it." in result.stderr
@@ -132,15 +222,21 @@ def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, stre
 
 def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
     (workdir / "fast.toml").write_text(FAST_POOL.replace("max_tokens = 12", "max_tokens = 96"))
-    chunks, stdout, code = on_a_terminal(["solve", str(PROBLEM), "--pool", "fast.toml", "--max-turns", "1",
-                                          "--no-log", "--json"], workdir, {})
+    chunks, stdout, code = on_a_terminal(
+        ["solve", str(PROBLEM), "--pool", "fast.toml", "--max-turns", "1", "--no-log", "--json"],
+        workdir,
+        {},
+    )
     turn = json.loads(stdout)["turns"][0]
     first = next(line.strip() for line in turn["text"].splitlines() if len(line.strip()) >= 12)[:12]
-    assert code in (0, 6) and turn["tokens_out"] > 48, turn  # a reply long enough to stream for a while
+    assert code in (0, 6) and turn["tokens_out"] > 48, (
+        turn
+    )  # a reply long enough to stream for a while
     seen, finished = first_seen(chunks, first.encode()), first_seen(chunks, b"tok ")
-    assert seen is not None and finished is not None, b"".join(d for _, d in chunks).decode(errors="replace")
+    assert seen is not None and finished is not None, b"".join(d for _, d in chunks).decode(
+        errors="replace"
+    )
     assert seen < finished - 0.1  # its first line was drawn while the rest was still coming
-
 
 
 def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
@@ -148,22 +244,67 @@ def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
 
     from trinity_cli.tasks.taskset import load_humaneval
 
-    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
-        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in load_humaneval()[:3]))
-    args = ["eval", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none", "--split", "all",
-            "--max-turns", "1", "--baselines", "single", "--no-log", "--json"]
+    (workdir / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                    "tags": list(t.tags),
+                }
+            )
+            + "\n"
+            for t in load_humaneval()[:3]
+        )
+    )
+    args = [
+        "eval",
+        "--tasks",
+        "tasks.jsonl",
+        "--pool",
+        str(SIM_POOL),
+        "--weights",
+        "none",
+        "--split",
+        "all",
+        "--max-turns",
+        "1",
+        "--baselines",
+        "single",
+        "--no-log",
+        "--json",
+    ]
     chunks, stdout, code = on_a_terminal(args, workdir, {})
     assert code == 0 and json.loads(stdout)["tasks"] == 3
-    assert first_seen(chunks, b"eval: single:sim-") is not None  # the status line names the rows as they finish
+    assert (
+        first_seen(chunks, b"eval: single:sim-") is not None
+    )  # the status line names the rows as they finish
     piped = trinity(*args, cwd=workdir)
     assert piped.returncode == 0 and "eval: " not in piped.stderr  # a pipe gets no status line
 
 
-def test_a_closed_stderr_silences_the_display_and_a_closed_stdout_exits_141(workdir, streaming_server):
+def test_a_closed_stderr_silences_the_display_and_a_closed_stdout_exits_141(
+    workdir, streaming_server
+):
     streaming_server.responses.append(openai_stream(REPLY))
-    args = [TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1", "--no-log"]
-    reader = subprocess.Popen([*args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir)
+    args = [
+        TRINITY,
+        "solve",
+        "p.md",
+        "--pool",
+        "pool.toml",
+        "--weights",
+        "none",
+        "--max-turns",
+        "1",
+        "--no-log",
+    ]
+    reader = subprocess.Popen(
+        [*args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir
+    )
     assert reader.stderr is not None and reader.stderr.readline().startswith(b"pool: ")
     reader.stderr.close()  # whoever watched stderr stopped (`2>&1 | head -1`): the run goes on
     stdout, _ = reader.communicate(timeout=120)

@@ -30,21 +30,33 @@ def test_accept_ends_the_episode_with_the_latest_worker_answer():
     pool = agents(["plan", CODE, "ok <verdict>ACCEPT</verdict>"], [])
     coordinator = CountingCoordinator()
     events = []
-    result = run_episode(PROBLEM, pool, coordinator, ScriptedPolicy(((0, T), (0, W), (0, V))), on_event=events.append)
+    result = run_episode(
+        PROBLEM, pool, coordinator, ScriptedPolicy(((0, T), (0, W), (0, V))), on_event=events.append
+    )
     assert result.verdict == "accepted"
     assert result.answer == "def add(a, b):\n    return a + b\n"
     assert [r.decision.role for r in result.turns] == [T, W, V]
     assert [r.verdict for r in result.turns] == [None, None, "accept"]
     assert len(coordinator.seen) == 3
-    assert [len(t.turns) for t in coordinator.seen] == [0, 1, 2]  # each decision sees the turns so far
+    assert [len(t.turns) for t in coordinator.seen] == [
+        0,
+        1,
+        2,
+    ]  # each decision sees the turns so far
     kinds = [type(e) for e in events]
-    assert kinds.count(TurnStarted) == 3 and kinds.count(TurnFinished) == 3 and kinds[-1] is EpisodeFinished
+    assert (
+        kinds.count(TurnStarted) == 3
+        and kinds.count(TurnFinished) == 3
+        and kinds[-1] is EpisodeFinished
+    )
     assert TextDelta in kinds
 
 
 def test_turn_limit_keeps_the_latest_answer():
     pool = agents([CODE, "<verdict>REJECT</verdict>", CODE.replace("a + b", "b + a")], [])
-    result = run_episode(PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W), (0, V), (0, W))), max_turns=3)
+    result = run_episode(
+        PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W), (0, V), (0, W))), max_turns=3
+    )
     assert result.verdict == "turn_limit"
     assert "b + a" in result.answer
     assert len(result.turns) == 3
@@ -52,7 +64,9 @@ def test_turn_limit_keeps_the_latest_answer():
 
 def test_verifier_without_an_answer_ends_with_no_answer_and_no_call():
     provider_pool = agents(["plan"], [])
-    result = run_episode(PROBLEM, provider_pool, CountingCoordinator(), ScriptedPolicy(((0, T), (1, V))))
+    result = run_episode(
+        PROBLEM, provider_pool, CountingCoordinator(), ScriptedPolicy(((0, T), (1, V)))
+    )
     assert result.verdict == "no_answer"
     assert result.answer is None
     assert len(result.turns) == 1
@@ -66,18 +80,25 @@ def test_thinker_tag_overrides_the_heads_role_for_the_next_turn_only():
     result = run_episode(PROBLEM, pool, CountingCoordinator(), policy, max_turns=3)
     sources = [(r.decision.role, r.decision.role_source) for r in result.turns]
     assert sources == [(T, "head"), (W, "thinker"), (V, "head")]
-    assert result.turns[1].decision.probability == pytest.approx(0.9)  # role forced: agent prob only
+    assert result.turns[1].decision.probability == pytest.approx(
+        0.9
+    )  # role forced: agent prob only
 
 
 def test_malformed_verdict_is_a_rejection_not_a_crash():
     pool = agents([CODE, "looks fine to me", CODE], [])
-    result = run_episode(PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W), (0, V), (0, W))), max_turns=3)
+    result = run_episode(
+        PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W), (0, V), (0, W))), max_turns=3
+    )
     assert result.turns[1].verdict == "malformed"
     assert result.verdict == "turn_limit"
 
 
 def test_provider_error_ends_the_episode_with_its_message_and_partial_answer():
-    pool = agents([CODE], [ProviderError("agent 'a1' (openai): network error: refused", agent="a1", kind="network")])
+    pool = agents(
+        [CODE],
+        [ProviderError("agent 'a1' (openai): network error: refused", agent="a1", kind="network")],
+    )
     result = run_episode(PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W), (1, V))))
     assert result.verdict == "provider_error"
     assert "network error" in result.error
@@ -95,7 +116,14 @@ def test_budget_refuses_a_call_that_could_exceed_it():
     prices = Prices(1.0, 1.0)  # $1 per million tokens
     pool = agents([CODE, CODE, CODE], prices=prices, price_per_call=0.0004)
     budget = Budget(0.0006)
-    result = run_episode(PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W),) * 3), budget=budget, max_turns=3)
+    result = run_episode(
+        PROBLEM,
+        pool,
+        CountingCoordinator(),
+        ScriptedPolicy(((0, W),) * 3),
+        budget=budget,
+        max_turns=3,
+    )
     assert result.verdict == "budget"
     assert budget.spent_usd <= 0.0006
     assert 1 <= len(result.turns) < 3
@@ -105,7 +133,11 @@ def test_pipeline_fallback_needs_no_coordinator_and_moves_to_the_next_agent_on_r
     pool = agents(["plan", CODE, "<verdict>REJECT</verdict>"], ["plan 2", CODE])
     result = run_episode(PROBLEM, pool, None, PipelinePolicy(2), max_turns=5)
     assert [(r.decision.agent, r.decision.role) for r in result.turns] == [
-        ("a0", T), ("a0", W), ("a0", V), ("a1", T), ("a1", W)
+        ("a0", T),
+        ("a0", W),
+        ("a0", V),
+        ("a1", T),
+        ("a1", W),
     ]
 
 

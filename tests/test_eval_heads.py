@@ -27,29 +27,69 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     from trinity_cli.tasks.taskset import load_humaneval
 
     tasks = load_humaneval()[:8]
-    (workdir / "t.jsonl").write_text("".join(json.dumps({
-        "task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-        "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in tasks))
+    (workdir / "t.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                    "tags": list(t.tags),
+                }
+            )
+            + "\n"
+            for t in tasks
+        )
+    )
     (workdir / "heads").mkdir()
     head_copy(workdir / "heads" / "w0.npz", 0.0)
     head_copy(workdir / "heads" / "w3.npz", 3.0)
-    flags = ["--tasks", "t.jsonl", "--pool", str(SIM_POOL), "--split", "all", "--max-turns", "1", "--json"]
+    flags = [
+        "--tasks",
+        "t.jsonl",
+        "--pool",
+        str(SIM_POOL),
+        "--split",
+        "all",
+        "--max-turns",
+        "1",
+        "--json",
+    ]
     result = trinity("eval", *flags, "--weights", "heads/w0.npz,heads/w3.npz", "--out-dir", "out")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     policies = [r["policy"] for r in report["rows"]]
-    assert policies[:2] == ["trained:w0", "trained:w3"] and "cascade" in policies and policies[-1] == "oracle"
+    assert (
+        policies[:2] == ["trained:w0", "trained:w3"]
+        and "cascade" in policies
+        and policies[-1] == "oracle"
+    )
     assert set(report["paired_margin_se"]) == {"vs_best_single", "vs_random", "vs_cascade"}
-    assert [(c["head"], c["cost_weight"]) for c in report["curve"]] == [("trained:w0", 0.0), ("trained:w3", 3.0)]
+    assert [(c["head"], c["cost_weight"]) for c in report["curve"]] == [
+        ("trained:w0", 0.0),
+        ("trained:w3", 3.0),
+    ]
     same = report["rows"][0]
-    assert report["curve"][0]["pass_at_1"] == same["pass_at_1"] and report["curve"][0]["usd_per_task"] == same["usd_per_task"]
+    assert (
+        report["curve"][0]["pass_at_1"] == same["pass_at_1"]
+        and report["curve"][0]["usd_per_task"] == same["usd_per_task"]
+    )
     with (workdir / "out" / "eval-curve.csv").open() as handle:
         table = list(csv.DictReader(handle))
-    assert [(r["policy"], r["kind"]) for r in table][:2] == [("trained:w0", "head"), ("trained:w3", "head")]
+    assert [(r["policy"], r["kind"]) for r in table][:2] == [
+        ("trained:w0", "head"),
+        ("trained:w3", "head"),
+    ]
     assert {r["kind"] for r in table[2:]} == {"baseline"} and len(table) == len(report["rows"])
-    assert (workdir / "out" / "eval-curve.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
+    assert (workdir / "out" / "eval-curve.png").exists() == (
+        importlib.util.find_spec("matplotlib") is not None
+    )
 
-    by_directory = json.loads(trinity("eval", *flags, "--weights", "heads", "--out-dir", "out2").stdout)
+    by_directory = json.loads(
+        trinity("eval", *flags, "--weights", "heads", "--out-dir", "out2").stdout
+    )
     assert [r["policy"] for r in by_directory["rows"][:2]] == ["trained:w0", "trained:w3"]
     one = json.loads(trinity("eval", *flags, "--weights", "heads/w0.npz").stdout)
     assert one["rows"][0]["policy"] == "trained" and "curve" not in one

@@ -60,10 +60,14 @@ def test_each_step_wins_over_the_ones_after_it(heads, tmp_path, monkeypatch):
     assert choice.source == str(SHIPPED_SIM) and "shipped head" in choice.reason and not warnings
 
     newest = copy_head(user_heads_dir() / "b-newer.npz", "2031-01-01T00:00:00+00:00")
-    copy_head(user_heads_dir() / "c-older.npz", "2029-01-01T00:00:00+00:00")  # written last, dated earlier
+    copy_head(
+        user_heads_dir() / "c-older.npz", "2029-01-01T00:00:00+00:00"
+    )  # written last, dated earlier
     hidden = copy_head(user_heads_dir() / "d-hidden.npz", "2032-01-01T00:00:00+00:00")
     meta = json.loads(hidden.with_suffix(".json").read_text())
-    hidden.with_suffix(".json").write_text(json.dumps({**meta, "auto_select": False}))  # only when named
+    hidden.with_suffix(".json").write_text(
+        json.dumps({**meta, "auto_select": False})
+    )  # only when named
     choice, _ = choose(pool)
     assert choice.source == str(newest) and "user head" in choice.reason
     assert choose(pool, "d-hidden")[0].source == str(hidden)
@@ -100,8 +104,10 @@ def test_user_heads_that_do_not_fit_are_passed_over_but_a_named_one_must_fit(hea
 
 def test_no_fitting_head_is_the_fallback_with_a_warning_that_says_why(heads):
     pool_dir = heads
-    (pool_dir / "two.toml").write_text('[[agents]]\nname = "x"\nprovider = "openai"\nmodel = "m"\n'
-                                       'base_url = "http://127.0.0.1:9/v1"\n')
+    (pool_dir / "two.toml").write_text(
+        '[[agents]]\nname = "x"\nprovider = "openai"\nmodel = "m"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n'
+    )
     choice, warnings = choose(load_pool(str(pool_dir / "two.toml")))
     assert choice.source.startswith("fallback")
     assert "no head fits" in choice.reason and "0 user heads" in choice.reason
@@ -122,11 +128,40 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
     from trinity_cli.tasks.taskset import load_humaneval
 
     tasks = load_humaneval()[:10]
-    (workdir / "tasks.jsonl").write_text("".join(json.dumps({
-        "task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-        "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
-    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1", "--generations", "1",
-             "--popsize", "2", "--batch-size", "2", "--project", "2", "--folds", "0", "-q"]
+    (workdir / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                }
+            )
+            + "\n"
+            for t in tasks
+        )
+    )
+    flags = [
+        "--tasks",
+        "tasks.jsonl",
+        "--pool",
+        str(SIM_POOL),
+        "--max-turns",
+        "1",
+        "--generations",
+        "1",
+        "--popsize",
+        "2",
+        "--batch-size",
+        "2",
+        "--project",
+        "2",
+        "--folds",
+        "0",
+        "-q",
+    ]
     assert trinity("train", *flags).returncode == 0
     first = user_heads_dir() / "sim-pool-tasks.npz"
     assert first.is_file() and not (workdir / "sim-pool-tasks.npz").exists()
@@ -135,37 +170,55 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
     assert second.is_file()
 
     report = json.loads(trinity("pool", "--pool", str(SIM_POOL), "--json").stdout)
-    assert report["policy"]["source"] == str(second)  # the newest, even when both carry the same second
+    assert report["policy"]["source"] == str(
+        second
+    )  # the newest, even when both carry the same second
     assert "user head" in report["policy"]["reason"]
     shown = trinity("pool", "--pool", str(SIM_POOL))
     assert "policy: " + str(second) in " ".join(shown.stderr.split())
     (workdir / "p.md").write_text(tasks[0].prompt)
     solved = trinity("solve", "p.md", "--pool", str(SIM_POOL), "--max-turns", "1", "--no-tests")
-    assert f"policy: {second.name} " in " ".join(solved.stderr.split())  # its short name; -v shows the path
-    solved = trinity("solve", "p.md", "--pool", str(SIM_POOL), "--max-turns", "1", "--no-tests", "-v")
+    assert f"policy: {second.name} " in " ".join(
+        solved.stderr.split()
+    )  # its short name; -v shows the path
+    solved = trinity(
+        "solve", "p.md", "--pool", str(SIM_POOL), "--max-turns", "1", "--no-tests", "-v"
+    )
     assert f"policy: {second} " in " ".join(solved.stderr.split())
 
 
 def test_pool_exits_3_when_the_head_solve_would_use_cannot_be_used(workdir):
-    (workdir / "p.toml").write_text(SIM_POOL.read_text() + '\n[coordinator]\nweights = "nope.npz"\n')
+    (workdir / "p.toml").write_text(
+        SIM_POOL.read_text() + '\n[coordinator]\nweights = "nope.npz"\n'
+    )
     result = trinity("pool", "--pool", "p.toml", "--json")
     assert result.returncode == 3
-    assert json.loads(result.stdout)["policy"]["reason"].startswith("solve would stop: weights nope.npz: no such file (")
+    assert json.loads(result.stdout)["policy"]["reason"].startswith(
+        "solve would stop: weights nope.npz: no such file ("
+    )
     assert trinity("pool", "--pool", str(SIM_POOL), "--weights", "sim-pool").returncode == 0
-    assert trinity("pool", "--pool", str(SIM_POOL), "--weights", "default-offline").returncode == 3  # does not fit
+    assert (
+        trinity("pool", "--pool", str(SIM_POOL), "--weights", "default-offline").returncode == 3
+    )  # does not fit
 
 
 def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
     (workdir / "h.ckpt").write_bytes(b"an unfinished run")
     result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--generations", "1")
-    assert result.returncode == 3 and "holds an unfinished run: --resume continues it" in result.stderr
+    assert (
+        result.returncode == 3 and "holds an unfinished run: --resume continues it" in result.stderr
+    )
     assert (workdir / "h.ckpt").read_bytes() == b"an unfinished run"
 
 
 def test_the_rule_is_written_once_and_quoted_by_the_help_and_the_readme():
     assert len(STEPS) == 7 and RULE.count(" > ") == 6
-    quoted = {"solve --help": trinity("solve", "--help").stdout, "pool --help": trinity("pool", "--help").stdout,
-              "README.md": (EXAMPLES.parent / "README.md").read_text()}
+    quoted = {
+        "solve --help": trinity("solve", "--help").stdout,
+        "pool --help": trinity("pool", "--help").stdout,
+        "README.md": (EXAMPLES.parent / "README.md").read_text(),
+    }
     for where, text in quoted.items():
-        assert RULE in " ".join(text.split()), where  # the same words in the same order, however wrapped
-
+        assert RULE in " ".join(text.split()), (
+            where
+        )  # the same words in the same order, however wrapped

@@ -24,7 +24,9 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
 def distribution_names(requirements: list[str]) -> set[str]:
-    return {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+    return {
+        re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements
+    }
 
 
 def top_level_imports(tree: Path) -> dict[str, str]:
@@ -70,7 +72,9 @@ def test_the_package_imports_only_declared_dependencies():
 
 
 def test_the_tests_import_only_declared_dependencies():
-    declared = distribution_names(PROJECT["dependencies"] + PROJECT["optional-dependencies"]["test"])
+    declared = distribution_names(
+        PROJECT["dependencies"] + PROJECT["optional-dependencies"]["test"]
+    )
     local = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"support", "trinity_cli", "solution"}
     assert undeclared_imports(ROOT / "tests", declared, local) == {}
 
@@ -83,4 +87,7 @@ def test_a_planted_undeclared_import_is_found(tmp_path):
     (package / "test_only.py").write_text("import gguf\n")  # declared, but only in the test extra
     declared = distribution_names(PROJECT["dependencies"])
     assert undeclared_imports(package, declared, {"pkg"}) == {
-        "click": "pkg/bad.py", "yaml": "pkg/bad.py", "gguf": "pkg/test_only.py"}
+        "click": "pkg/bad.py",
+        "yaml": "pkg/bad.py",
+        "gguf": "pkg/test_only.py",
+    }

@@ -46,7 +46,9 @@ from trinity_cli.train.crossval import starts
 from trinity_cli.train.es import IMITATE, TrainSettings, new_forest, plan_start, train
 from trinity_cli.train.runner import Episode
 
-SETTINGS = TrainSettings(max_turns=3)  # `trinity train`'s defaults, at the record's three turns, ...
+SETTINGS = TrainSettings(
+    max_turns=3
+)  # `trinity train`'s defaults, at the record's three turns, ...
 # ... and its --imitate auto: each start cross-validated, the better one trained
 FOLDS = 5
 
@@ -57,33 +59,74 @@ def kinds(tmp_path_factory, memo):
     pool = write_kinds(root)
     tasks = kind_tasks()
     train_split, test_split = select_split(tasks, "train"), select_split(tasks, "test")
-    agents = build_agents(load_pool(str(pool)).agents, tasks, ResponseStore(root / "responses.sqlite"))
+    agents = build_agents(
+        load_pool(str(pool)).agents, tasks, ResponseStore(root / "responses.sqlite")
+    )
     grader = Grader(root / "grades.sqlite")
     forest = new_forest(agents, memo, grader, SETTINGS.max_turns)
-    chosen, validations = starts(train_split, agents, memo, grader, SETTINGS, IMITATE, FOLDS, forest)
-    trained = train(train_split, agents, memo, grader, replace(SETTINGS, imitate=chosen), root / "head.ckpt",
-                    forest=forest)
-    report = evaluate(test_split, agents, [HeadUnderTest("trained", trained.head, memo)], grader,
-                      max_turns=SETTINGS.max_turns, baselines=("single", "best-fixed"), fixed_on=FixedOn(train_split))
-    return {"tasks": tasks, "train": train_split, "test": test_split, "agents": agents, "grader": grader,
-            "forest": forest, "trained": trained, "chosen": chosen, "validations": validations, "report": report,
-            "best_fixed_start": plan_start(forest, train_split, agents, SETTINGS, None),
-            "rows": {r.policy: r for r in report.pop("_rows")}}
+    chosen, validations = starts(
+        train_split, agents, memo, grader, SETTINGS, IMITATE, FOLDS, forest
+    )
+    trained = train(
+        train_split,
+        agents,
+        memo,
+        grader,
+        replace(SETTINGS, imitate=chosen),
+        root / "head.ckpt",
+        forest=forest,
+    )
+    report = evaluate(
+        test_split,
+        agents,
+        [HeadUnderTest("trained", trained.head, memo)],
+        grader,
+        max_turns=SETTINGS.max_turns,
+        baselines=("single", "best-fixed"),
+        fixed_on=FixedOn(train_split),
+    )
+    return {
+        "tasks": tasks,
+        "train": train_split,
+        "test": test_split,
+        "agents": agents,
+        "grader": grader,
+        "forest": forest,
+        "trained": trained,
+        "chosen": chosen,
+        "validations": validations,
+        "report": report,
+        "best_fixed_start": plan_start(forest, train_split, agents, SETTINGS, None),
+        "rows": {r.policy: r for r in report.pop("_rows")},
+    }
 
 
 def test_the_record_is_what_its_comment_says(kinds):
     tasks, grader = kinds["tasks"], kinds["grader"]
     for task in tasks[::6]:  # the three kinds of program do what they are for
-        assert grader.passes(task, right(task)) and "<verdict>ACCEPT" in visible_test_verdict(task, right(task))
-        assert not grader.passes(task, sly(task)) and "<verdict>ACCEPT" in visible_test_verdict(task, sly(task))
-        assert not grader.passes(task, wrong(task)) and "<verdict>REJECT" in visible_test_verdict(task, wrong(task))
+        assert grader.passes(task, right(task)) and "<verdict>ACCEPT" in visible_test_verdict(
+            task, right(task)
+        )
+        assert not grader.passes(task, sly(task)) and "<verdict>ACCEPT" in visible_test_verdict(
+            task, sly(task)
+        )
+        assert not grader.passes(task, wrong(task)) and "<verdict>REJECT" in visible_test_verdict(
+            task, wrong(task)
+        )
     for model, strong in zip(KIND_MODELS, KINDS):
         for kind in KINDS:
             of_kind = [t for t in tasks if kind_of(t) == kind]
             rate = KIND_RIGHT if kind == strong else KIND_WRONG
-            assert len(of_kind) == 60 and np.mean([kind_program(model, t) == right(t) for t in of_kind]) == pytest.approx(rate)
-    wrongs = [kind_program(m, t) for m in KIND_MODELS for t in tasks if kind_program(m, t) != right(t)]
-    assert abs(np.mean([p.endswith("raise NotImplementedError\n") for p in wrongs]) - KIND_CAUGHT) < 0.1
+            assert len(of_kind) == 60 and np.mean(
+                [kind_program(model, t) == right(t) for t in of_kind]
+            ) == pytest.approx(rate)
+    wrongs = [
+        kind_program(m, t) for m in KIND_MODELS for t in tasks if kind_program(m, t) != right(t)
+    ]
+    assert (
+        abs(np.mean([p.endswith("raise NotImplementedError\n") for p in wrongs]) - KIND_CAUGHT)
+        < 0.1
+    )
 
 
 def test_the_best_fixed_start_plays_best_fixed(kinds):
@@ -94,11 +137,17 @@ def test_the_best_fixed_start_plays_best_fixed(kinds):
     assert start.agreement == 1.0  # every decision of the plan, on every training task
     assert start.fitness == start.plan_fitness
     forest, plan = kinds["forest"], PlanPolicy(2, start.plan.plan)
-    for task in kinds["train"] + kinds["test"]:  # the same steps, task by task, also on tasks it never saw
-        head_steps = [step for _, step in forest.steps(Episode(task, start.head, 3, None, forest.reader))]
+    for task in (
+        kinds["train"] + kinds["test"]
+    ):  # the same steps, task by task, also on tasks it never saw
+        head_steps = [
+            step for _, step in forest.steps(Episode(task, start.head, 3, None, forest.reader))
+        ]
         assert head_steps == [step for _, step in forest.steps(Episode(task, plan, 3))]
     state_part = start.head.weights[:, : start.head.n_features]
-    assert start.head.turn_features == 3 and not state_part.any()  # the plan is in the turn indicators alone
+    assert (
+        start.head.turn_features == 3 and not state_part.any()
+    )  # the plan is in the turn indicators alone
 
 
 def test_cross_validation_starts_from_the_plan_read_from_the_task(kinds):
@@ -118,9 +167,11 @@ def test_a_head_that_reads_the_task_beats_best_fixed_on_held_out_tasks(kinds):
     assert validation.differing >= 20  # it routes: its choices differ from the plan's on many tasks
     assert not validation.below_start
     margin = paired_margin(rows["trained"].passes, rows["best-fixed"].passes)
-    print(f"kinds record: held out {validation.head_fitness:.3f} vs best-fixed {validation.plan_fitness:.3f} "
-          f"({validation.margin_se:+.2f} SE, {validation.differing} of {len(validation.task_ids)} differ); test "
-          f"{rows['trained'].pass_at_1:.3f} vs {rows['best-fixed'].pass_at_1:.3f} ({margin:+.2f} SE)")  # docs/measurements.md
+    print(
+        f"kinds record: held out {validation.head_fitness:.3f} vs best-fixed {validation.plan_fitness:.3f} "
+        f"({validation.margin_se:+.2f} SE, {validation.differing} of {len(validation.task_ids)} differ); test "
+        f"{rows['trained'].pass_at_1:.3f} vs {rows['best-fixed'].pass_at_1:.3f} ({margin:+.2f} SE)"
+    )  # docs/measurements.md
     assert rows["trained"].pass_at_1 > rows["best-fixed"].pass_at_1 and margin >= 1, kinds["report"]
     assert kinds["report"]["best_fixed"]["train_tasks"] == len(kinds["train"])
 
@@ -130,19 +181,57 @@ def test_a_plan_best_only_on_the_eval_split_is_never_chosen_as_best_fixed(workdi
     plan); on the train split `steady` is best. eval must choose best-fixed on train."""
     tasks = load_humaneval()[:24]
     test_ids = {t.task_id for t in select_split(tasks, "test")}
-    lines = [{"model": "planted", "task_id": t.task_id, "code": right(t) if t.task_id in test_ids else wrong(t)}
-             for t in tasks]
-    lines += [{"model": "steady", "task_id": t.task_id, "code": right(t) if i % 3 else wrong(t)}
-              for i, t in enumerate(tasks)]
+    lines = [
+        {
+            "model": "planted",
+            "task_id": t.task_id,
+            "code": right(t) if t.task_id in test_ids else wrong(t),
+        }
+        for t in tasks
+    ]
+    lines += [
+        {"model": "steady", "task_id": t.task_id, "code": right(t) if i % 3 else wrong(t)}
+        for i, t in enumerate(tasks)
+    ]
     (workdir / "planted.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
-        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-         "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
-    (workdir / "pool.toml").write_text("".join(
-        f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "planted.jsonl"\nmodel = "{m}"\n'
-        f'roles = ["worker"]\nprice_in = 1.0\nprice_out = 1.0\n\n' for m in ("planted", "steady")))
-    result = trinity("eval", "--weights", "none", "--tasks", "tasks.jsonl", "--pool", "pool.toml", "--max-turns", "3",
-                     "--baselines", "single,best-fixed", "--json", "--no-log", "--no-cache")
+    (workdir / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                }
+            )
+            + "\n"
+            for t in tasks
+        )
+    )
+    (workdir / "pool.toml").write_text(
+        "".join(
+            f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "planted.jsonl"\nmodel = "{m}"\n'
+            f'roles = ["worker"]\nprice_in = 1.0\nprice_out = 1.0\n\n'
+            for m in ("planted", "steady")
+        )
+    )
+    result = trinity(
+        "eval",
+        "--weights",
+        "none",
+        "--tasks",
+        "tasks.jsonl",
+        "--pool",
+        "pool.toml",
+        "--max-turns",
+        "3",
+        "--baselines",
+        "single,best-fixed",
+        "--json",
+        "--no-log",
+        "--no-cache",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     rows = {r["policy"]: r for r in report["rows"]}

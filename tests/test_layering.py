@@ -32,12 +32,37 @@ ALLOWED = {
     "providers": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks"},
     "coordinator": FOUNDATIONS | {"core", "pool", "store", "llama"},
     "heads": FOUNDATIONS | {"core", "pool"},
-    "runtime": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads"},
-    "train": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime"},
-    "bench": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime",
-                            "train"},
-    "cli": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime",
-                          "train", "bench"},
+    "runtime": FOUNDATIONS
+    | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads"},
+    "train": FOUNDATIONS
+    | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime"},
+    "bench": FOUNDATIONS
+    | {
+        "core",
+        "pool",
+        "store",
+        "llama",
+        "tasks",
+        "providers",
+        "coordinator",
+        "heads",
+        "runtime",
+        "train",
+    },
+    "cli": FOUNDATIONS
+    | {
+        "core",
+        "pool",
+        "store",
+        "llama",
+        "tasks",
+        "providers",
+        "coordinator",
+        "heads",
+        "runtime",
+        "train",
+        "bench",
+    },
     "__init__": set(),
     "__main__": {"cli"},
 }
@@ -63,7 +88,9 @@ def imports_of(path: Path, package: Path) -> set[str]:
         for name in names:
             if name.startswith("trinity_cli."):
                 dotted = name.removeprefix("trinity_cli.")
-                if (package / Path(*dotted.split("."))).with_suffix(".py").is_file() or (package / Path(*dotted.split("."))).is_dir():
+                if (package / Path(*dotted.split("."))).with_suffix(".py").is_file() or (
+                    package / Path(*dotted.split("."))
+                ).is_dir():
                     found.add(dotted)
     return found
 
@@ -88,13 +115,16 @@ def violations(package: Path) -> list[str]:
 
 
 def core_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    core = {m: {t for t in targets if t.startswith("core.") and t in graph} for m, targets in graph.items()
-            if m.startswith("core.")}
+    core = {
+        m: {t for t in targets if t.startswith("core.") and t in graph}
+        for m, targets in graph.items()
+        if m.startswith("core.")
+    }
     cycles, done = [], set()
 
     def visit(module: str, trail: list[str]) -> None:
         if module in trail:
-            cycles.append(trail[trail.index(module):] + [module])
+            cycles.append(trail[trail.index(module) :] + [module])
             return
         if module in done:
             return
@@ -128,8 +158,11 @@ def planted(tmp_path: Path, module: str, line: str) -> Path:
 
 
 def test_a_planted_import_under_type_checking_is_caught(tmp_path):
-    copy = planted(tmp_path, "core/events.py",
-                   "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trinity_cli.providers.base import is_loopback")
+    copy = planted(
+        tmp_path,
+        "core/events.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trinity_cli.providers.base import is_loopback",
+    )
     assert violations(copy) == ["core.events imports providers.base"]
 
 
@@ -140,8 +173,10 @@ def test_a_planted_import_inside_a_function_is_caught(tmp_path):
 
 def test_a_planted_cycle_in_core_is_caught(tmp_path):
     copy = planted(tmp_path, "core/records.py", "from trinity_cli.core import episode")
-    assert any(p.startswith("cycle in core:") and "core.episode" in p and "core.records" in p
-               for p in violations(copy))
+    assert any(
+        p.startswith("cycle in core:") and "core.episode" in p and "core.records" in p
+        for p in violations(copy)
+    )
 
 
 TESTS = Path(__file__).resolve().parent
@@ -152,10 +187,18 @@ def imports_of_test_modules(tests: Path) -> list[str]:
     found = []
     for path in sorted(tests.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            found += [f"{path.relative_to(tests)} imports {name}" for name in names
-                      if name.split(".")[-1].startswith("test_")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{path.relative_to(tests)} imports {name}"
+                for name in names
+                if name.split(".")[-1].startswith("test_")
+            ]
     return found
 
 
@@ -167,7 +210,10 @@ def test_a_planted_import_of_a_test_module_is_caught(tmp_path):
     (tmp_path / "support").mkdir()
     (tmp_path / "test_a.py").write_text("def f():\n    from test_b import helper\n")
     (tmp_path / "support" / "x.py").write_text("import support.test_c as c\n")
-    assert imports_of_test_modules(tmp_path) == ["support/x.py imports support.test_c", "test_a.py imports test_b"]
+    assert imports_of_test_modules(tmp_path) == [
+        "support/x.py imports support.test_c",
+        "test_a.py imports test_b",
+    ]
 
 
 def test_a_planted_module_outside_every_layer_is_caught(tmp_path):

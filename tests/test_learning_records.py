@@ -35,11 +35,25 @@ def learnable(tmp_path_factory, memo):
     train, test = select_split(tasks, "train"), select_split(tasks, "test")
 
     def run(coordinator, name):
-        return train_and_score(load_pool(str(pool)), tasks, train, test, coordinator, grader, SETTINGS,
-                               root / f"{name}.ckpt", ResponseStore(root / "responses.sqlite"))
+        return train_and_score(
+            load_pool(str(pool)),
+            tasks,
+            train,
+            test,
+            coordinator,
+            grader,
+            SETTINGS,
+            root / f"{name}.ckpt",
+            ResponseStore(root / "responses.sqlite"),
+        )
 
-    return {"tasks": tasks, "test": test, "grader": grader, "trained": run(memo, "trained"),
-            "permuted": run(PermutedCoordinator(memo, tasks), "permuted")}
+    return {
+        "tasks": tasks,
+        "test": test,
+        "grader": grader,
+        "trained": run(memo, "trained"),
+        "permuted": run(PermutedCoordinator(memo, tasks), "permuted"),
+    }
 
 
 def test_the_record_is_what_its_docstring_says(learnable):
@@ -48,7 +62,9 @@ def test_the_record_is_what_its_docstring_says(learnable):
     for task in sample:
         expert = "humaneval-expert" if family(task) == "humaneval" else "mbpp-expert"
         assert [m for m in MODELS[:2] if grader.passes(task, program(m, task))] == [expert]
-    generalist = sum(program("generalist", t) == right(t) for t in learnable["tasks"]) / len(learnable["tasks"])
+    generalist = sum(program("generalist", t) == right(t) for t in learnable["tasks"]) / len(
+        learnable["tasks"]
+    )
     assert 0.45 <= generalist <= 0.75
 
 

@@ -11,12 +11,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_ruff_finds_nothing():
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."],
-                            capture_output=True, text=True, check=False, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_finds_nothing(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), "trinity_cli"],
-                            capture_output=True, text=True, check=False, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), "trinity_cli"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

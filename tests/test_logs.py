@@ -34,8 +34,14 @@ from trinity_cli.store.runlog import (
     summary_row,
 )
 
-PROBLEM_MD = "# Add\n\nWrite `add(a, b)` — the sum.\n\n```python\ndef add(a, b):\n```\n"  # not ASCII
-PLAN, ANSWER, ACCEPT = "the plan", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>ACCEPT</verdict>"
+PROBLEM_MD = (
+    "# Add\n\nWrite `add(a, b)` — the sum.\n\n```python\ndef add(a, b):\n```\n"  # not ASCII
+)
+PLAN, ANSWER, ACCEPT = (
+    "the plan",
+    "```python\ndef add(a, b):\n    return a + b\n```",
+    "<verdict>ACCEPT</verdict>",
+)
 ANY_ROLE = f"{ANSWER}\n{ACCEPT}"  # a reply that serves whichever role receives it
 SOLVE = ("solve", "p.md", "--pool", "pool.toml", "--weights", "none")
 
@@ -43,8 +49,10 @@ SOLVE = ("solve", "p.md", "--pool", "pool.toml", "--weights", "none")
 @pytest.fixture()
 def server(workdir: Path, home: Path):
     wire = WireServer()
-    (workdir / "pool.toml").write_text(f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\n'
-                                       f'base_url="{wire.url}/v1"\nprice_in=2.0\nprice_out=8.0\ntimeout_s=90\n')
+    (workdir / "pool.toml").write_text(
+        f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\n'
+        f'base_url="{wire.url}/v1"\nprice_in=2.0\nprice_out=8.0\ntimeout_s=90\n'
+    )
     (workdir / "p.md").write_text(PROBLEM_MD, encoding="utf-8")
     yield wire
     wire.close()
@@ -68,19 +76,39 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     assert solved.returncode == 0, solved.stderr
     [run] = runs_in_log()
     assert run["command"] == "solve" and run["verdict"] == "accepted" and run["turns"] == 3
-    assert run["agents"] == ["srv"] and run["usd"] == pytest.approx(json.loads(solved.stdout)["usd"])
-    assert set(run) == {"id", "time", "command", "problem", "problem_sha256", "verdict", "turns", "usd", "agents"}
+    assert run["agents"] == ["srv"] and run["usd"] == pytest.approx(
+        json.loads(solved.stdout)["usd"]
+    )
+    assert set(run) == {
+        "id",
+        "time",
+        "command",
+        "problem",
+        "problem_sha256",
+        "verdict",
+        "turns",
+        "usd",
+        "agents",
+    }
     assert run["problem"] == "Add"  # its first line, the heading's marks dropped
     assert "Add" in trinity("logs").stderr
-    assert run["problem_sha256"] == hashlib.sha256(PROBLEM_MD.encode()).hexdigest()  # of the text as read
+    assert (
+        run["problem_sha256"] == hashlib.sha256(PROBLEM_MD.encode()).hexdigest()
+    )  # of the text as read
     with RunLog.open() as log:
-        assert log.get_run(run["id"]).row["problem"] == Path("p.md").read_text(encoding="utf-8") == PROBLEM_MD
+        assert (
+            log.get_run(run["id"]).row["problem"]
+            == Path("p.md").read_text(encoding="utf-8")
+            == PROBLEM_MD
+        )
 
     shown = trinity("logs", "show", "last", "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout) == json.loads(solved.stdout)
     replayed = trinity("logs", "show", str(run["id"]))
     assert replayed.returncode == 0
-    assert replayed.stderr == solved.stderr and "turn  3" in replayed.stderr  # line for line, as `solve -v` drew it
+    assert (
+        replayed.stderr == solved.stderr and "turn  3" in replayed.stderr
+    )  # line for line, as `solve -v` drew it
     assert PLAN in replayed.stderr and "return a + b" in replayed.stderr  # each turn's text
     assert replayed.stdout == "def add(a, b):\n    return a + b\n"
 
@@ -92,16 +120,45 @@ def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
     from support.scripted import BROKEN, PROBLEM_TEXT, RIGHT, WRONG
 
     (workdir / "add.md").write_text(PROBLEM_TEXT)
-    replies = [PLAN, WRONG, VERIFIER_ACCEPT, PLAN, BROKEN, VERIFIER_ACCEPT, PLAN, RIGHT, VERIFIER_ACCEPT]
+    replies = [
+        PLAN,
+        WRONG,
+        VERIFIER_ACCEPT,
+        PLAN,
+        BROKEN,
+        VERIFIER_ACCEPT,
+        PLAN,
+        RIGHT,
+        VERIFIER_ACCEPT,
+    ]
     server.responses += [openai_stream(text) for text in replies]
-    solved = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "9", "--json", "-v")
+    solved = trinity(
+        "solve",
+        "add.md",
+        "--pool",
+        "pool.toml",
+        "--weights",
+        "none",
+        "--max-turns",
+        "9",
+        "--json",
+        "-v",
+    )
     assert solved.returncode == 0, solved.stderr
     report = json.loads(solved.stdout)
-    assert report["verdict"] == "accepted" and len(report["turns"]) == 9 and report["tests"]["passed"] is True
+    assert (
+        report["verdict"] == "accepted"
+        and len(report["turns"]) == 9
+        and report["tests"]["passed"] is True
+    )
     drawn = solved.stderr
     assert "checked by problem examples (2 tests)" in drawn
     checks = re.findall(r"^ {9}(problem examples|syntax) (passed|FAILED)", drawn, re.MULTILINE)
-    assert checks == [("problem examples", "FAILED"), ("syntax", "FAILED"), ("problem examples", "passed")], drawn
+    assert checks == [
+        ("problem examples", "FAILED"),
+        ("syntax", "FAILED"),
+        ("problem examples", "passed"),
+    ], drawn
 
     replayed = trinity("logs", "show", "last")
     assert replayed.returncode == 0 and replayed.stdout == "def add(a, b):\n    return a + b\n"
@@ -114,7 +171,9 @@ def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
 
 def test_each_turn_is_in_the_log_when_it_finishes_and_a_killed_run_keeps_them(server):
     server.responses += [openai_stream(PLAN), replace(openai_stream("never"), delay_s=60)]
-    proc = subprocess.Popen([TRINITY, *SOLVE, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [TRINITY, *SOLVE, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while len(server.requests) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -129,14 +188,24 @@ def test_each_turn_is_in_the_log_when_it_finishes_and_a_killed_run_keeps_them(se
     replayed = trinity("logs", "show", "last")
     assert "turn  1" in replayed.stderr and "verdict interrupted · 1 turn ·" in replayed.stderr
     [day] = json.loads(trinity("logs", "stats", "--json").stdout)
-    assert (day["agent"], day["calls"], day["answers"], day["accepted"], day["accept_rate"]) == ("srv", 1, 0, 0, None)
+    assert (day["agent"], day["calls"], day["answers"], day["accepted"], day["accept_rate"]) == (
+        "srv",
+        1,
+        0,
+        0,
+        None,
+    )
 
 
 def test_two_solves_at_once_are_both_logged(server):
     """Both start on a log that does not exist yet: they race to create it, then to write."""
     server.responses += [replace(openai_stream(ANY_ROLE), delay_s=0.5) for _ in range(6)]
-    procs = [subprocess.Popen([TRINITY, *SOLVE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [TRINITY, *SOLVE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0 and "return a + b" in out, err
@@ -145,7 +214,9 @@ def test_two_solves_at_once_are_both_logged(server):
     runs = runs_in_log()
     assert [(r["verdict"], r["turns"]) for r in runs] == [("accepted", 3), ("accepted", 3)]
     db = sqlite3.connect(default_path())
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # readers never wait for a writer
+    assert (
+        db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    )  # readers never wait for a writer
     db.close()
 
 
@@ -154,7 +225,9 @@ def test_a_turn_waits_for_another_writer_instead_of_being_dropped(server):
     server.responses += [replace(openai_stream(ANY_ROLE), delay_s=0.3) for _ in range(3)]
     with RunLog.open():
         pass  # the log exists
-    proc = subprocess.Popen([TRINITY, *SOLVE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [TRINITY, *SOLVE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while not server.requests and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -183,7 +256,11 @@ def test_a_locked_log_costs_one_warning_not_the_run(server):
         holder.close()
     assert locked.returncode == 0 and locked.stdout == "def add(a, b):\n    return a + b\n"
     warnings = [line for line in locked.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "database is locked" in warnings[0] and "Traceback" not in locked.stderr
+    assert (
+        len(warnings) == 1
+        and "database is locked" in warnings[0]
+        and "Traceback" not in locked.stderr
+    )
     assert len(runs_in_log()) == 1  # the log is intact, without the run it could not write
 
 
@@ -195,9 +272,13 @@ def test_a_corrupt_log_costs_one_warning_not_the_run(server):
     assert result.returncode == 6 and "verdict turn_limit" in result.stderr  # its own exit code
     assert result.stdout == "def add(a, b):\n    return a + b\n"
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "not a database" in warnings[0] and "Traceback" not in result.stderr
+    assert (
+        len(warnings) == 1 and "not a database" in warnings[0] and "Traceback" not in result.stderr
+    )
     listed = trinity("logs")
-    assert listed.returncode == 3 and one_line(listed.stderr).startswith("error: cannot read the run log")
+    assert listed.returncode == 3 and one_line(listed.stderr).startswith(
+        "error: cannot read the run log"
+    )
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -217,26 +298,41 @@ def test_an_older_log_migrates_and_keeps_its_rows(home):
     path.parent.mkdir(parents=True)
     db = sqlite3.connect(path, isolation_level=None)
     migrate(db, MIGRATIONS[:1])  # a version 1 log (no checks.source), with a run and a check
-    db.execute("INSERT INTO runs (time, command, problem, problem_sha256, pool, head, settings) "
-               "VALUES ('2025-01-01T00:00:00+00:00', 'solve', 'p', 'x', '{}', 'h', '{}')")
+    db.execute(
+        "INSERT INTO runs (time, command, problem, problem_sha256, pool, head, settings) "
+        "VALUES ('2025-01-01T00:00:00+00:00', 'solve', 'p', 'x', '{}', 'h', '{}')"
+    )
     db.execute("INSERT INTO checks VALUES (1, 2, 0, 'add(2, 3) failed')")
-    db.execute("INSERT INTO turns VALUES (1, 1, '2025-01-01T00:00:01+00:00', 0, 'a', 'worker', 'head', '[1.0]', "
-               "'[0, 1, 0]', 0.1, 9, 'text', 'code', NULL, 10, 5, 0.0, 0, 0.2)")
+    db.execute(
+        "INSERT INTO turns VALUES (1, 1, '2025-01-01T00:00:01+00:00', 0, 'a', 'worker', 'head', '[1.0]', "
+        "'[0, 1, 0]', 0.1, 9, 'text', 'code', NULL, 10, 5, 0.0, 0, 0.2)"
+    )
     db.close()
     log = RunLog.open(path)
-    assert log.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS) == 3
-    assert log.get_run(1).checks == [{"run_id": 1, "turn": 2, "passed": 0, "summary": "add(2, 3) failed",
-                                      "source": "tests"}]
+    assert (
+        log.db.execute("PRAGMA user_version").fetchone()[0]
+        == SCHEMA_VERSION
+        == len(MIGRATIONS)
+        == 3
+    )
+    assert log.get_run(1).checks == [
+        {"run_id": 1, "turn": 2, "passed": 0, "summary": "add(2, 3) failed", "source": "tests"}
+    ]
     [turn] = log.get_run(1).turns  # version 3: nothing was known to be cut
     assert (turn["truncated"], turn["input_truncated"], turn["answer"]) == (0, None, "code")
     run_id = log.start_run("solve", "p", pool(), "head")
     log.close()
     # the mechanism: a next version that adds a column finds this log and moves it forward
     db = sqlite3.connect(path, isolation_level=None)
-    migrate(db, [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT", "UPDATE runs SET note = 'kept'")])
+    migrate(
+        db,
+        [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT", "UPDATE runs SET note = 'kept'")],
+    )
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
     assert db.execute("SELECT id, note FROM runs").fetchall() == [(1, "kept"), (run_id, "kept")]
-    migrate(db, [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT",)])  # done already: not again
+    migrate(
+        db, [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT",)]
+    )  # done already: not again
     db.close()
 
 
@@ -258,19 +354,35 @@ def test_a_log_from_a_newer_trinity_is_left_alone(server):
 
 
 def pool():
-    return parse_pool('[[agents]]\nname="alpha"\nprovider="openai"\nmodel="a"\napi_key_env="ALPHA_KEY"\n'
-                      '[[agents]]\nname="beta"\nprovider="openai"\nmodel="b"\n', "test.toml")
+    return parse_pool(
+        '[[agents]]\nname="alpha"\nprovider="openai"\nmodel="a"\napi_key_env="ALPHA_KEY"\n'
+        '[[agents]]\nname="beta"\nprovider="openai"\nmodel="b"\n',
+        "test.toml",
+    )
 
 
 def logged_episode(plan: list[tuple[int, Role]], replies: list[str]) -> RunLogSink:
     """A real episode of the loop (scripted agents) through the same sink `solve` uses."""
     warnings: list[str] = []
-    sink = RunLogSink.start(PROBLEM_MD, pool(), "scripted head", final=lambda r: episode_json(r, ["alpha", "beta"]),
-                            warn=warnings.append)  # the stored result is what `solve --json` prints
-    provider = ScriptedProvider(list(replies), price_per_call=0.01)  # both agents answer from one script
+    sink = RunLogSink.start(
+        PROBLEM_MD,
+        pool(),
+        "scripted head",
+        final=lambda r: episode_json(r, ["alpha", "beta"]),
+        warn=warnings.append,
+    )  # the stored result is what `solve --json` prints
+    provider = ScriptedProvider(
+        list(replies), price_per_call=0.01
+    )  # both agents answer from one script
     agents = [Agent(name, provider, 100) for name in ("alpha", "beta")]
-    run_episode(Problem.from_markdown(PROBLEM_MD), agents, CountingCoordinator(), ScriptedPolicy(tuple(plan)),
-                max_turns=len(plan), on_event=sink)
+    run_episode(
+        Problem.from_markdown(PROBLEM_MD),
+        agents,
+        CountingCoordinator(),
+        ScriptedPolicy(tuple(plan)),
+        max_turns=len(plan),
+        on_event=sink,
+    )
     assert warnings == []
     return sink
 
@@ -293,21 +405,35 @@ def zone(request, home):
 
 
 def test_list_filters_by_verdict_agent_since_and_count(zone):
-    accepted = logged_episode([(0, W), (1, V)], [ANSWER, ACCEPT]).run_id  # alpha writes, beta accepts
+    accepted = logged_episode(
+        [(0, W), (1, V)], [ANSWER, ACCEPT]
+    ).run_id  # alpha writes, beta accepts
     turn_limit = logged_episode([(1, T), (1, W)], [PLAN, ANSWER]).run_id  # beta only
     new_year = datetime(2020, 1, 1).astimezone()  # local midnight, stored in UTC as a run's time is
     with RunLog.open() as log:
-        log.db.execute("UPDATE runs SET time = ? WHERE id = ?",
-                       (new_year.astimezone(timezone.utc).isoformat(timespec="seconds"), accepted))
+        log.db.execute(
+            "UPDATE runs SET time = ? WHERE id = ?",
+            (new_year.astimezone(timezone.utc).isoformat(timespec="seconds"), accepted),
+        )
     assert [r["id"] for r in runs_in_log()] == [turn_limit, accepted]
 
     def ids(*args: str) -> list[int]:
         return [r["id"] for r in json.loads(trinity("logs", "--json", *args).stdout)]
 
-    assert ids("--verdict", "accepted") == [accepted] and ids("--verdict", "turn_limit") == [turn_limit]
-    assert ids("--agent", "alpha") == [accepted] and ids("--agent", "beta") == [turn_limit, accepted]
-    assert ids("--since", "2021-06-01") == [turn_limit] and ids("--since", "2019-12-31T23:00") == [turn_limit, accepted]
-    assert ids("--since", "2020-01-01T00:30") == [turn_limit]  # local time: half an hour after the run
+    assert ids("--verdict", "accepted") == [accepted] and ids("--verdict", "turn_limit") == [
+        turn_limit
+    ]
+    assert ids("--agent", "alpha") == [accepted] and ids("--agent", "beta") == [
+        turn_limit,
+        accepted,
+    ]
+    assert ids("--since", "2021-06-01") == [turn_limit] and ids("--since", "2019-12-31T23:00") == [
+        turn_limit,
+        accepted,
+    ]
+    assert ids("--since", "2020-01-01T00:30") == [
+        turn_limit
+    ]  # local time: half an hour after the run
     assert ids("-n", "1") == [turn_limit]
     listed = trinity("logs")
     assert listed.returncode == 0 and "turn_limit" in listed.stderr and "accepted" in listed.stderr
@@ -321,9 +447,22 @@ def test_stats_sum_calls_tokens_usd_and_accept_rate_per_agent_and_day(home):
     assert result.returncode == 0, result.stderr
     today = datetime.now().date().isoformat()
     rows = {r["agent"]: r for r in json.loads(result.stdout)}
-    assert rows["alpha"] == {"day": today, "agent": "alpha", "calls": 2, "tokens_in": 20, "tokens_out": 10,
-                             "usd": pytest.approx(0.02), "answers": 2, "accepted": 1, "accept_rate": 0.5}
-    assert rows["beta"]["calls"] == 2 and rows["beta"]["answers"] == 1 and rows["beta"]["accepted"] == 0
+    assert rows["alpha"] == {
+        "day": today,
+        "agent": "alpha",
+        "calls": 2,
+        "tokens_in": 20,
+        "tokens_out": 10,
+        "usd": pytest.approx(0.02),
+        "answers": 2,
+        "accepted": 1,
+        "accept_rate": 0.5,
+    }
+    assert (
+        rows["beta"]["calls"] == 2
+        and rows["beta"]["answers"] == 1
+        and rows["beta"]["accepted"] == 0
+    )
     table = trinity("logs", "stats")
     assert table.returncode == 0 and "alpha" in table.stderr and "50%" in table.stderr
 
@@ -343,17 +482,20 @@ def test_prune_deletes_old_runs_with_their_turns(home):
         assert [tuple(r) for r in log.db.execute("SELECT DISTINCT run_id FROM turns")] == [(new,)]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["show", "999"], "no run 999 in the run log"),
-    (["show", "abc"], "run 'abc' is not a run id"),
-    (["show", "last"], "the run log is empty"),
-    (["--since", "last tuesday"], "--since 'last tuesday' is not an ISO date"),
-    (["stats", "--since", "2025-13-01"], "is not an ISO date"),
-    (["prune", "--older-than", "30x"], "--older-than '30x' is not an age"),
-    (["prune", "--older-than", "30"], "is not an age"),
-    (["prune"], "Missing option '--older-than'"),
-    (["show"], "Missing argument"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "999"], "no run 999 in the run log"),
+        (["show", "abc"], "run 'abc' is not a run id"),
+        (["show", "last"], "the run log is empty"),
+        (["--since", "last tuesday"], "--since 'last tuesday' is not an ISO date"),
+        (["stats", "--since", "2025-13-01"], "is not an ISO date"),
+        (["prune", "--older-than", "30x"], "--older-than '30x' is not an age"),
+        (["prune", "--older-than", "30"], "is not an age"),
+        (["prune"], "Missing option '--older-than'"),
+        (["show"], "Missing argument"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(home, args, message):
     result = trinity("logs", *args)
     assert result.returncode == 2 and result.stdout == ""
@@ -365,7 +507,12 @@ def test_bare_logs_lists_and_help_documents_exit_codes(home):
     empty = trinity("logs")
     assert empty.returncode == 0 and "no runs" in empty.stderr
     assert trinity("logs", "--json").stdout.strip() == "[]"
-    for args in (["logs", "--help"], ["logs", "show", "--help"], ["logs", "stats", "--help"], ["logs", "prune", "--help"]):
+    for args in (
+        ["logs", "--help"],
+        ["logs", "show", "--help"],
+        ["logs", "stats", "--help"],
+        ["logs", "prune", "--help"],
+    ):
         shown = trinity(*args)
         assert shown.returncode == 0 and "Usage" in shown.stdout and "2 usage" in shown.stdout
 
@@ -375,11 +522,36 @@ def test_eval_is_one_summary_row(workdir, home):
 
     from trinity_cli.tasks.taskset import load_humaneval
 
-    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
-        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in load_humaneval()[:2]))
-    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none", "--split", "all",
-             "--max-turns", "1", "--no-cache", "--json"]
+    (workdir / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                    "tags": list(t.tags),
+                }
+            )
+            + "\n"
+            for t in load_humaneval()[:2]
+        )
+    )
+    flags = [
+        "--tasks",
+        "tasks.jsonl",
+        "--pool",
+        str(SIM_POOL),
+        "--weights",
+        "none",
+        "--split",
+        "all",
+        "--max-turns",
+        "1",
+        "--no-cache",
+        "--json",
+    ]
     evaluated = trinity("eval", *flags)
     assert evaluated.returncode == 0, evaluated.stderr
     [run] = runs_in_log()
@@ -397,12 +569,43 @@ def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
 
     from trinity_cli.tasks.taskset import load_humaneval, select_split
 
-    tasks = select_split(load_humaneval(), "train")[:2]  # the fewest a train takes: seconds, not a minute
-    (workdir / "tasks.jsonl").write_text("".join(json.dumps(
-        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-         "canonical_solution": t.canonical_solution}) + "\n" for t in tasks))
-    flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--generations", "1", "--popsize", "2",
-             "--batch-size", "2", "--max-turns", "1", "--project", "2", "--folds", "0", "-q"]
+    tasks = select_split(load_humaneval(), "train")[
+        :2
+    ]  # the fewest a train takes: seconds, not a minute
+    (workdir / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                }
+            )
+            + "\n"
+            for t in tasks
+        )
+    )
+    flags = [
+        "--tasks",
+        "tasks.jsonl",
+        "--pool",
+        str(SIM_POOL),
+        "--generations",
+        "1",
+        "--popsize",
+        "2",
+        "--batch-size",
+        "2",
+        "--max-turns",
+        "1",
+        "--project",
+        "2",
+        "--folds",
+        "0",
+        "-q",
+    ]
     unlogged = trinity("train", *flags, "--out", "quiet.npz", "--no-log")
     assert unlogged.returncode == 0, unlogged.stderr
     assert (workdir / "quiet.npz").is_file() and not default_path().exists()
@@ -420,12 +623,22 @@ def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
 
 
 def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
-    with pytest.raises(KeyboardInterrupt), summary_row("train", "t.jsonl:train", pool(), "h.npz", {"seed": 0},
-                                                       enabled=True, warn=print):
+    with (
+        pytest.raises(KeyboardInterrupt),
+        summary_row(
+            "train", "t.jsonl:train", pool(), "h.npz", {"seed": 0}, enabled=True, warn=print
+        ),
+    ):
         raise KeyboardInterrupt
-    with pytest.raises(ValueError), summary_row("eval", "t.jsonl:test", pool(), "h.npz", {}, enabled=True, warn=print):
+    with (
+        pytest.raises(ValueError),
+        summary_row("eval", "t.jsonl:test", pool(), "h.npz", {}, enabled=True, warn=print),
+    ):
         raise ValueError("boom")
-    assert [(r["command"], r["verdict"]) for r in runs_in_log()] == [("eval", "error"), ("train", "interrupted")]
+    assert [(r["command"], r["verdict"]) for r in runs_in_log()] == [
+        ("eval", "error"),
+        ("train", "interrupted"),
+    ]
 
 
 def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):
@@ -433,7 +646,9 @@ def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):
     monkeypatch.setenv("ALPHA_KEY", key)
     echoed = f"```python\ndef add(a, b):\n    return a + b  # {key}\n```\nmy key is {key}"  # in the answer and beyond
     run_id = logged_episode([(0, W), (1, V)], [echoed, ACCEPT]).run_id
-    data = default_path().read_bytes() + b"".join(p.read_bytes() for p in default_path().parent.glob("*-wal"))
+    data = default_path().read_bytes() + b"".join(
+        p.read_bytes() for p in default_path().parent.glob("*-wal")
+    )
     assert key.encode() not in data and b"ALPHA_KEY" not in data
     assert b"***" in data and b"alpha" in data
     with RunLog.open() as log:  # every place the echo is stored, the key redacted in each
@@ -441,5 +656,7 @@ def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):
     hidden = echoed.replace(key, "***")
     assert stored.turns[0]["text"] == hidden and stored.turns[0]["answer"].endswith("# ***\n")
     assert stored.row["answer"] == stored.turns[0]["answer"] == stored.row["result"]["answer"]
-    assert stored.row["result"]["turns"][0]["text"] == hidden and stored.row["result"]["verdict"] == "accepted"
-
+    assert (
+        stored.row["result"]["turns"][0]["text"] == hidden
+        and stored.row["result"]["verdict"] == "accepted"
+    )

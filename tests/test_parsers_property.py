@@ -11,10 +11,14 @@ from hypothesis import strategies as st
 from trinity_cli.core.roles import extract_code, parse_next_role, parse_verdict
 
 # prose that cannot itself contain a verdict tag, a verdict line or a code fence
-prose = st.text(st.characters(blacklist_characters="<`", blacklist_categories=("Cs",)), max_size=300).filter(
-    lambda t: "verdict" not in t.lower())
+prose = st.text(
+    st.characters(blacklist_characters="<`", blacklist_categories=("Cs",)), max_size=300
+).filter(lambda t: "verdict" not in t.lower())
 identifiers = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True).filter(
-    lambda name: name not in {"if", "in", "is", "or", "and", "def", "for", "not", "as", "del", "try", "else"})
+    lambda name: (
+        name not in {"if", "in", "is", "or", "and", "def", "for", "not", "as", "del", "try", "else"}
+    )
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -23,12 +27,20 @@ def test_any_text_gets_one_of_three_verdicts_and_code_or_none(text):
     assert parse_verdict(text) in ("accept", "reject", "malformed")
     code = extract_code(text)
     assert code is None or code.endswith("\n")
-    assert parse_next_role(text) is None or parse_next_role(text).value in ("thinker", "worker", "verifier")
+    assert parse_next_role(text) is None or parse_next_role(text).value in (
+        "thinker",
+        "worker",
+        "verifier",
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(prose, prose, st.lists(st.sampled_from(["ACCEPT", "REJECT", "accept", "Reject"]), min_size=1, max_size=4),
-       st.sampled_from(["", " ", "\n"]))
+@given(
+    prose,
+    prose,
+    st.lists(st.sampled_from(["ACCEPT", "REJECT", "accept", "Reject"]), min_size=1, max_size=4),
+    st.sampled_from(["", " ", "\n"]),
+)
 def test_the_last_verdict_tag_wins(before, after, verdicts, pad):
     text = before + "".join(f"<verdict>{pad}{v}{pad}</verdict> {before}" for v in verdicts) + after
     assert parse_verdict(text) == verdicts[-1].lower()
@@ -41,7 +53,9 @@ def test_prose_without_a_tag_is_malformed(text):
 
 
 @settings(max_examples=200, deadline=None)
-@given(prose, prose, identifiers, st.integers(-10**6, 10**6), st.sampled_from(["python", "py", ""]))
+@given(
+    prose, prose, identifiers, st.integers(-(10**6), 10**6), st.sampled_from(["python", "py", ""])
+)
 def test_the_fenced_block_is_extracted_exactly(before, after, name, value, lang):
     body = f"def {name}(x):\n    return x + {value}\n"
     code = extract_code(f"{before}\n```{lang}\n{body}```\n{after}")

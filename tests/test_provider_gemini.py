@@ -17,8 +17,16 @@ REQUEST = Request(Role.THINKER, "system prompt", "## Task\n\nreverse a list")
 
 
 def spec(url: str, **kw) -> AgentSpec:
-    return AgentSpec(name="gem", provider="gemini", model="gemini-test", base_url=url,
-                     price_in=1.0, price_out=2.0, max_tokens=50, **kw)
+    return AgentSpec(
+        name="gem",
+        provider="gemini",
+        model="gemini-test",
+        base_url=url,
+        price_in=1.0,
+        price_out=2.0,
+        max_tokens=50,
+        **kw,
+    )
 
 
 def lower(headers: dict) -> dict:
@@ -53,11 +61,18 @@ def test_streamed_reply_arrives_in_pieces_with_usage(server):
 @pytest.mark.parametrize("finish,truncated", [("MAX_TOKENS", True), ("STOP", False)])
 def test_a_reply_that_finished_for_max_tokens_is_truncated(server, finish, truncated):
     usage = {"promptTokenCount": 33, "candidatesTokenCount": 50, "totalTokenCount": 83}
-    server.responses.append(Scripted(200, sse([(None, gemini_chunk("Use ")), (None, gemini_chunk("slic", usage, finish))]),
-                                     "text/event-stream"))
+    server.responses.append(
+        Scripted(
+            200,
+            sse([(None, gemini_chunk("Use ")), (None, gemini_chunk("slic", usage, finish))]),
+            "text/event-stream",
+        )
+    )
     reply = GeminiProvider(spec(server.url)).complete(REQUEST, on_text=lambda text: None)
     assert reply.text == "Use slic" and reply.truncated is truncated
-    server.responses.append(Scripted(200, json.dumps(gemini_chunk("Use slic", usage, finish)).encode()))
+    server.responses.append(
+        Scripted(200, json.dumps(gemini_chunk("Use slic", usage, finish)).encode())
+    )
     assert GeminiProvider(spec(server.url)).complete(REQUEST).truncated is truncated
 
 

@@ -24,18 +24,37 @@ SIGNATURE = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."
 
 
 def provider(**kw) -> LocalProvider:
-    return LocalProvider(AgentSpec(**{"name": "g", "provider": "local", "model": "embedded", "mode": "completion",
-                                      "max_tokens": 32, "temperature": 0.0, "n_ctx": 2048, **kw}))
+    return LocalProvider(
+        AgentSpec(
+            **{
+                "name": "g",
+                "provider": "local",
+                "model": "embedded",
+                "mode": "completion",
+                "max_tokens": 32,
+                "temperature": 0.0,
+                "n_ctx": 2048,
+                **kw,
+            }
+        )
+    )
 
 
 def request(role: Role, user: str) -> Request:
-    return Request(role, SYSTEM_PROMPTS[role], user, COMPLETION_LEADS[role],
-                   SIGNATURE if role is Role.WORKER else "")
+    return Request(
+        role,
+        SYSTEM_PROMPTS[role],
+        user,
+        COMPLETION_LEADS[role],
+        SIGNATURE if role is Role.WORKER else "",
+    )
 
 
 def test_completion_worker_returns_the_signature_plus_its_completion_as_code():
     pieces: list[str] = []
-    reply = provider().complete(request(Role.WORKER, "## Task\n\n" + SIGNATURE), on_text=pieces.append)
+    reply = provider().complete(
+        request(Role.WORKER, "## Task\n\n" + SIGNATURE), on_text=pieces.append
+    )
     code = extract_code(reply.text)
     assert code is not None and code.startswith(SIGNATURE)
     compile(code, "<answer>", "exec")  # the clipped completion is valid Python
@@ -44,7 +63,10 @@ def test_completion_worker_returns_the_signature_plus_its_completion_as_code():
 
 
 def test_completion_verifier_decides_by_log_probabilities():
-    good = request(Role.VERIFIER, f"## Task\n\n{SIGNATURE}\n## Turn 1: worker (g)\n\n```python\n{SIGNATURE}    return a + b\n```")
+    good = request(
+        Role.VERIFIER,
+        f"## Task\n\n{SIGNATURE}\n## Turn 1: worker (g)\n\n```python\n{SIGNATURE}    return a + b\n```",
+    )
     reply = provider().complete(good)
     assert parse_verdict(reply.text) in ("accept", "reject")
     assert "log-probability" in reply.text
@@ -66,27 +88,55 @@ CHAT_TEMPLATE = (
 
 def test_chat_mode_renders_the_ggufs_chat_template_with_its_control_tokens(gguf_path, tmp_path):
     chat_gguf = tmp_path / "with-template.gguf"
-    subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gguf_path), str(chat_gguf),
-                    "--chat-template", CHAT_TEMPLATE, "--force"], check=True, capture_output=True)
-    chat = LocalProvider(AgentSpec(name="c", provider="local", model=str(chat_gguf), mode="chat",
-                                   max_tokens=8, n_ctx=2048))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gguf.scripts.gguf_new_metadata",
+            str(gguf_path),
+            str(chat_gguf),
+            "--chat-template",
+            CHAT_TEMPLATE,
+            "--force",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    chat = LocalProvider(
+        AgentSpec(
+            name="c", provider="local", model=str(chat_gguf), mode="chat", max_tokens=8, n_ctx=2048
+        )
+    )
     reply = chat.complete(request(Role.THINKER, "Say hi."))
-    expected = (f"<bos><start_of_turn>user\n{SYSTEM_PROMPTS[Role.THINKER]}<end_of_turn>\n"
-                "<start_of_turn>user\nSay hi.<end_of_turn>\n<start_of_turn>model\n")
+    expected = (
+        f"<bos><start_of_turn>user\n{SYSTEM_PROMPTS[Role.THINKER]}<end_of_turn>\n"
+        "<start_of_turn>user\nSay hi.<end_of_turn>\n<start_of_turn>model\n"
+    )
     model = load_model(chat_gguf)
     assert reply.tokens_in == len(model.tokenize(expected, bos=False, special=True))
-    assert reply.tokens_in < len(model.tokenize(expected, bos=False))  # control tokens were parsed as such
+    assert reply.tokens_in < len(
+        model.tokenize(expected, bos=False)
+    )  # control tokens were parsed as such
     assert isinstance(reply.text, str) and 0 <= reply.tokens_out <= 8
 
 
 def test_chat_mode_on_a_gguf_without_a_template_is_a_config_error():
-    with pytest.raises(ConfigError, match='agent \'c\': mode = "chat" needs a GGUF with a chat template'):
-        LocalProvider(AgentSpec(name="c", provider="local", model="embedded", mode="chat", n_ctx=2048))
+    with pytest.raises(
+        ConfigError, match="agent 'c': mode = \"chat\" needs a GGUF with a chat template"
+    ):
+        LocalProvider(
+            AgentSpec(name="c", provider="local", model="embedded", mode="chat", n_ctx=2048)
+        )
 
 
 def test_agents_and_the_coordinator_share_one_load_of_a_file(coordinator):
     assert provider()._runtime.model is coordinator._model
-    assert LocalProvider(AgentSpec(name="h", provider="local", model="embedded", n_ctx=1024))._runtime.model is coordinator._model
+    assert (
+        LocalProvider(
+            AgentSpec(name="h", provider="local", model="embedded", n_ctx=1024)
+        )._runtime.model
+        is coordinator._model
+    )
 
 
 def test_streamed_pieces_never_show_a_stop_string_and_the_text_ends_before_it():
@@ -104,30 +154,58 @@ def test_streamed_pieces_never_show_a_stop_string_and_the_text_ends_before_it():
 
 
 def test_a_reply_cut_at_max_tokens_is_truncated_and_one_that_ended_is_not():
-    cut = provider(max_tokens=4).complete(request(Role.THINKER, "## Task\n\nSort a list of numbers."))
+    cut = provider(max_tokens=4).complete(
+        request(Role.THINKER, "## Task\n\nSort a list of numbers.")
+    )
     assert cut.truncated and cut.tokens_out == 4
     whole = provider(max_tokens=64).complete(request(Role.WORKER, "## Task\n\n" + SIGNATURE))
     assert not whole.truncated and whole.tokens_out < 64  # the body ended before the limit
-    assert provider(max_tokens=64).complete(request(Role.VERIFIER, "## Task\n\nx")).truncated is False
+    assert (
+        provider(max_tokens=64).complete(request(Role.VERIFIER, "## Task\n\nx")).truncated is False
+    )
 
 
 def test_a_prompt_longer_than_the_context_keeps_its_end_and_says_what_it_cut():
-    small = LocalProvider(AgentSpec(name="small", provider="local", model="embedded", mode="completion",
-                                    max_tokens=8, temperature=0.0, n_ctx=512))
+    small = LocalProvider(
+        AgentSpec(
+            name="small",
+            provider="local",
+            model="embedded",
+            mode="completion",
+            max_tokens=8,
+            temperature=0.0,
+            n_ctx=512,
+        )
+    )
     long_task = "## Task\n\n" + "Numbers are sorted in ascending order here. " * 300 + SIGNATURE
-    total = len(small._runtime.model.tokenize(request(Role.WORKER, long_task).completion_prompt(), bos=True))
+    total = len(
+        small._runtime.model.tokenize(request(Role.WORKER, long_task).completion_prompt(), bos=True)
+    )
     reply = small.complete(request(Role.WORKER, long_task))
     cut = reply.input_truncated
     assert cut is not None and reply.tokens_in == cut.kept_tokens == 512 - 8
     assert cut.dropped_tokens == total - 504 > 1500 and cut.reader == "small"
     assert "the prompt is" in cut.note and f"({total - 504:,} dropped)" in cut.note
     assert extract_code(reply.text).startswith(SIGNATURE)  # the signature at the end was kept
-    assert provider().complete(request(Role.WORKER, "## Task\n\n" + SIGNATURE)).input_truncated is None
+    assert (
+        provider().complete(request(Role.WORKER, "## Task\n\n" + SIGNATURE)).input_truncated is None
+    )
 
 
 def test_a_context_that_cannot_hold_the_prompts_end_is_a_usage_error():
-    tight = LocalProvider(AgentSpec(name="tight", provider="local", model="embedded", mode="completion",
-                                    max_tokens=500, n_ctx=512))
-    with pytest.raises(UsageError, match=r"agent 'tight' cannot read this problem: its worker prompt is [\d,]+ tokens"
-                                         r", and n_ctx 512 less 500 for the reply leaves 12"):
+    tight = LocalProvider(
+        AgentSpec(
+            name="tight",
+            provider="local",
+            model="embedded",
+            mode="completion",
+            max_tokens=500,
+            n_ctx=512,
+        )
+    )
+    with pytest.raises(
+        UsageError,
+        match=r"agent 'tight' cannot read this problem: its worker prompt is [\d,]+ tokens"
+        r", and n_ctx 512 less 500 for the reply leaves 12",
+    ):
         tight.complete(request(Role.WORKER, "## Task\n\n" + "Sort it. " * 200 + SIGNATURE))

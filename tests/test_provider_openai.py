@@ -21,8 +21,17 @@ REQUEST = Request(Role.THINKER, "You are terse.", "Name a prime number.")
 
 
 def spec(url: str, **kw) -> AgentSpec:
-    return AgentSpec(name="local-server", provider="openai", model="gemma", base_url=url,
-                     price_in=0.5, price_out=1.5, max_tokens=12, temperature=0.0, **kw)
+    return AgentSpec(
+        name="local-server",
+        provider="openai",
+        model="gemma",
+        base_url=url,
+        price_in=0.5,
+        price_out=1.5,
+        max_tokens=12,
+        temperature=0.0,
+        **kw,
+    )
 
 
 def test_plain_reply_reports_usage_and_cost(llama_server):
@@ -76,9 +85,21 @@ def fresh_warnings(monkeypatch):
 
 
 def reasoning_spec(server: WireServer, **kw) -> AgentSpec:
-    return AgentSpec(**{"name": "o3", "provider": "openai", "model": "o3-mini", "base_url": f"{server.url}/v1",
-                        "price_in": 1.1, "price_out": 4.4, "max_tokens": 64, "temperature": 0.2,
-                        "token_param": "max_completion_tokens", "timeout_s": 5.0, **kw})
+    return AgentSpec(
+        **{
+            "name": "o3",
+            "provider": "openai",
+            "model": "o3-mini",
+            "base_url": f"{server.url}/v1",
+            "price_in": 1.1,
+            "price_out": 4.4,
+            "max_tokens": 64,
+            "temperature": 0.2,
+            "token_param": "max_completion_tokens",
+            "timeout_s": 5.0,
+            **kw,
+        }
+    )
 
 
 def test_the_loopback_refuses_what_openai_refuses(reasoning_server):
@@ -90,37 +111,67 @@ def test_the_loopback_refuses_what_openai_refuses(reasoning_server):
     with pytest.raises(openai.BadRequestError, match="'max_tokens' is not supported"):
         client.chat.completions.create(model="o3-mini", messages=messages, max_tokens=5)
     with pytest.raises(openai.BadRequestError, match="'temperature' does not support 0.2"):
-        client.chat.completions.create(model="gpt-5", messages=messages, max_completion_tokens=5, temperature=0.2)
+        client.chat.completions.create(
+            model="gpt-5", messages=messages, max_completion_tokens=5, temperature=0.2
+        )
     assert [r["json"].get("max_tokens") for r in reasoning_server.requests] == [5, None]
 
 
 def test_default_token_param_follows_the_endpoint():
     official = AgentSpec(name="a", provider="openai", model="gpt-4o", temperature=0.5)
-    server = AgentSpec(name="b", provider="openai", model="qwen", base_url="http://127.0.0.1:8080/v1")
-    assert request_params(official) == {"model": "gpt-4o", "max_completion_tokens": 512, "stop": None,
-                                        "temperature": 0.5}
+    server = AgentSpec(
+        name="b", provider="openai", model="qwen", base_url="http://127.0.0.1:8080/v1"
+    )
+    assert request_params(official) == {
+        "model": "gpt-4o",
+        "max_completion_tokens": 512,
+        "stop": None,
+        "temperature": 0.5,
+    }
     assert request_params(server) == {"model": "qwen", "max_tokens": 512, "stop": None}
-    forced = AgentSpec(name="c", provider="openai", model="qwen", base_url="http://h/v1", token_param="max_completion_tokens")
-    assert "max_completion_tokens" in request_params(forced) and "max_tokens" not in request_params(forced)
+    forced = AgentSpec(
+        name="c",
+        provider="openai",
+        model="qwen",
+        base_url="http://h/v1",
+        token_param="max_completion_tokens",
+    )
+    assert "max_completion_tokens" in request_params(forced) and "max_tokens" not in request_params(
+        forced
+    )
 
 
 @pytest.mark.parametrize("model", ["o1", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini"])
 def test_reasoning_models_get_no_temperature(model):
-    assert "temperature" not in request_params(AgentSpec(name="a", provider="openai", model=model, temperature=0.2))
+    assert "temperature" not in request_params(
+        AgentSpec(name="a", provider="openai", model=model, temperature=0.2)
+    )
 
 
 def test_the_official_parameters_pass_and_reasoning_tokens_are_billed_as_output(reasoning_server):
     reasoning_server.responses.append(openai_stream("7", tokens_in=30, reasoning_tokens=200))
     pieces: list[str] = []
-    reply = OpenAIProvider(reasoning_spec(reasoning_server)).complete(REQUEST, on_text=pieces.append)
+    reply = OpenAIProvider(reasoning_spec(reasoning_server)).complete(
+        REQUEST, on_text=pieces.append
+    )
     body = reasoning_server.requests[0]["json"]
-    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body and "temperature" not in body
+    assert (
+        body["max_completion_tokens"] == 64
+        and "max_tokens" not in body
+        and "temperature" not in body
+    )
     assert reply.text == "7" == "".join(pieces)
-    assert (reply.tokens_in, reply.tokens_out, reply.usd_estimated) == (30, 201, False)  # 200 reasoning + 1 visible
+    assert (reply.tokens_in, reply.tokens_out, reply.usd_estimated) == (
+        30,
+        201,
+        False,
+    )  # 200 reasoning + 1 visible
     assert reply.usd == pytest.approx((1.1 * 30 + 4.4 * 201) / 1e6)
 
 
-def test_max_tokens_forced_on_a_reasoning_model_is_a_provider_error_with_the_servers_message(reasoning_server):
+def test_max_tokens_forced_on_a_reasoning_model_is_a_provider_error_with_the_servers_message(
+    reasoning_server,
+):
     provider = OpenAIProvider(reasoning_spec(reasoning_server, token_param="max_tokens"))
     with pytest.raises(ProviderError) as caught:
         provider.complete(REQUEST, on_text=lambda text: None)
@@ -136,32 +187,45 @@ def test_temperature_on_a_reasoning_model_warns_once_per_agent(reasoning_server,
     OpenAIProvider(reasoning_spec(reasoning_server, name="other"))
     OpenAIProvider(reasoning_spec(reasoning_server, name="no-temp", temperature=None))
     OpenAIProvider(reasoning_spec(reasoning_server, name="chat-model", model="gpt-4o"))
-    line = ("warning: agent {!r}: o3-mini is a reasoning model that takes only its default temperature; "
-            "temperature = 0.2 from the pool is not sent")
+    line = (
+        "warning: agent {!r}: o3-mini is a reasoning model that takes only its default temperature; "
+        "temperature = 0.2 from the pool is not sent"
+    )
     assert capsys.readouterr().err.splitlines() == [line.format("o3"), line.format("other")]
 
 
 def reasoning_pool(server: WireServer, token_param: str) -> str:
-    return (f'[[agents]]\nname = "o3"\nprovider = "openai"\nmodel = "o3-mini"\nbase_url = "{server.url}/v1"\n'
-            f'token_param = "{token_param}"\ntemperature = 0.2\nmax_tokens = 256\nprice_in = 1.1\nprice_out = 4.4\n'
-            "timeout_s = 10\n")
+    return (
+        f'[[agents]]\nname = "o3"\nprovider = "openai"\nmodel = "o3-mini"\nbase_url = "{server.url}/v1"\n'
+        f'token_param = "{token_param}"\ntemperature = 0.2\nmax_tokens = 256\nprice_in = 1.1\nprice_out = 4.4\n'
+        "timeout_s = 10\n"
+    )
 
 
 def test_solve_with_a_reasoning_model_end_to_end(reasoning_server, workdir):
     answer = "```python\ndef add(a, b):\n    return a + b\n```"
-    reasoning_server.responses += [openai_stream(text, reasoning_tokens=100) for text in
-                                   ("Add them.", answer, "Correct. <verdict>ACCEPT</verdict>")]
+    reasoning_server.responses += [
+        openai_stream(text, reasoning_tokens=100)
+        for text in ("Add them.", answer, "Correct. <verdict>ACCEPT</verdict>")
+    ]
     (workdir / "pool.toml").write_text(reasoning_pool(reasoning_server, "max_completion_tokens"))
     (workdir / "add.md").write_text("# Add\n\nWrite `add(a, b)`.\n\n>>> add(2, 3)\n5\n")
-    result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--json")
+    result = trinity(
+        "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--json"
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "accepted" and "return a + b" in report["answer"]
-    assert all(turn["tokens_out"] > 100 for turn in report["turns"])  # reasoning tokens billed as output
+    assert all(
+        turn["tokens_out"] > 100 for turn in report["turns"]
+    )  # reasoning tokens billed as output
     assert result.stderr.count("is a reasoning model") == 1
     bodies = [r["json"] for r in reasoning_server.requests]
     assert len(bodies) == 3
-    assert all(b["max_completion_tokens"] == 256 and "max_tokens" not in b and "temperature" not in b for b in bodies)
+    assert all(
+        b["max_completion_tokens"] == 256 and "max_tokens" not in b and "temperature" not in b
+        for b in bodies
+    )
 
 
 def test_solve_with_max_tokens_forced_is_exit_4_with_the_servers_message(reasoning_server, workdir):
@@ -175,26 +239,43 @@ def test_solve_with_max_tokens_forced_is_exit_4_with_the_servers_message(reasoni
 
 
 def test_a_bad_token_param_is_exit_3_naming_file_and_agent(workdir):
-    (workdir / "pool.toml").write_text('[[agents]]\nname = "o3"\nprovider = "openai"\nmodel = "o3-mini"\n'
-                                       'token_param = "max_output_tokens"\n')
+    (workdir / "pool.toml").write_text(
+        '[[agents]]\nname = "o3"\nprovider = "openai"\nmodel = "o3-mini"\n'
+        'token_param = "max_output_tokens"\n'
+    )
     (workdir / "add.md").write_text("# Add\n\nWrite `add(a, b)`.\n")
     result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none")
     assert result.returncode == 3
     assert result.stderr.strip().splitlines() == [
-        "error: pool.toml: agents[o3].token_param is 'max_output_tokens'; use \"max_completion_tokens\" or \"max_tokens\""]
+        'error: pool.toml: agents[o3].token_param is \'max_output_tokens\'; use "max_completion_tokens" or "max_tokens"'
+    ]
 
 
 # -- a reply cut at max_tokens -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("finish,truncated", [("length", True), ("stop", False)])
 def test_a_reply_that_finished_for_length_is_truncated(finish, truncated):
     server = WireServer()
     try:
         server.responses.append(openai_stream("def add(a, b):\n    return", finish=finish))
-        streamed = OpenAIProvider(spec(f"{server.url}/v1")).complete(REQUEST, on_text=lambda text: None)
-        body = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "2"}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21}}
+        streamed = OpenAIProvider(spec(f"{server.url}/v1")).complete(
+            REQUEST, on_text=lambda text: None
+        )
+        body = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "2"},
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21},
+        }
         server.responses.append(Scripted(200, json.dumps(body).encode()))
         plain = OpenAIProvider(spec(f"{server.url}/v1")).complete(REQUEST)
     finally:

@@ -36,7 +36,9 @@ base_url = "{url}"
 
 @pytest.fixture()
 def echo():
-    register(ProviderKind("echo", "support.echo:EchoProvider", key_envs=("ECHO_API_KEY",)))  # the one line
+    register(
+        ProviderKind("echo", "support.echo:EchoProvider", key_envs=("ECHO_API_KEY",))
+    )  # the one line
     yield
     KINDS.pop("echo")
 
@@ -51,14 +53,18 @@ def test_a_new_provider_works_everywhere_from_its_registry_line(echo, server, mo
     pool = parse_pool(POOL.format(url=server.url), "pool.toml")
     far, near = pool.agents
     assert far.roles == ("thinker", "worker", "verifier")
-    with pytest.raises(ConfigError, match='mode applies to provider "local" only'):  # other kinds' keys stay theirs
+    with pytest.raises(
+        ConfigError, match='mode applies to provider "local" only'
+    ):  # other kinds' keys stay theirs
         parse_pool(POOL.format(url=server.url) + 'mode = "chat"\n', "pool.toml")
     # trinity pool's checks: the key its line names, the server reached
     assert check_agent(far).detail == "no API key: set ECHO_API_KEY" and not check_agent(far).usable
     monkeypatch.setenv("ECHO_API_KEY", "sk-echo")
     assert check_agent(near).usable and check_agent(near).detail.endswith("reachable")
     # pricing: billed at the pool's prices, every attempt counted; a budget needs prices
-    assert call_worst_usd(far, 1000) == pytest.approx((1 + far.retries) * (1000 * 1.0 + far.max_tokens * 2.0) / 1e6)
+    assert call_worst_usd(far, 1000) == pytest.approx(
+        (1 + far.retries) * (1000 * 1.0 + far.max_tokens * 2.0) / 1e6
+    )
     with pytest.raises(ConfigError, match="near have no price_in/price_out"):
         check_prices(pool)
     # --offline: the remote one is refused, the loopback one is not

@@ -33,43 +33,100 @@ KEY_ENV = "TRINITY_TEST_RAY_KEY"
 SECRET = "sk-ray-test-5f1c0c2a9e7b4d2f"  # only in the cluster's and the driver's environment
 SIM_AGENTS = "".join(
     f'[[agents]]\nname = "{name}"\nprovider = "sim"\nmodel = "sim"\nskills = {{ {tag} = 0.9 }}\n\n'
-    for name, tag in (("sim-strings", "string"), ("sim-lists", "list")))
+    for name, tag in (("sim-strings", "string"), ("sim-lists", "list"))
+)
 # Ray's token authentication: on where RAY_AUTH_MODE=token, and a client given an explicit
 # address uses it only when told (Ray's own rule); newer Ray releases also need the token itself
 # (here a random one of this test cluster's, in the environment of the cluster and its clients)
 TOKEN_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
-TRAIN = ["--max-turns", "2", "--generations", "3", "--popsize", "4", "--batch-size", "4", "--project", "4",
-         "--sigma0", "0.3", "--seed", "3", "--folds", "0", "-q", "--no-log"]
+TRAIN = [
+    "--max-turns",
+    "2",
+    "--generations",
+    "3",
+    "--popsize",
+    "4",
+    "--batch-size",
+    "4",
+    "--project",
+    "4",
+    "--sigma0",
+    "0.3",
+    "--seed",
+    "3",
+    "--folds",
+    "0",
+    "-q",
+    "--no-log",
+]
 
 
 @pytest.fixture(scope="module")
 def cluster():
     """A 2-CPU Ray head on 127.0.0.1 whose workers have the test key in their environment."""
-    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths have a limit
+    temp = Path(
+        tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    )  # short: Ray's socket paths have a limit
     port = free_port()
     started = subprocess.run(
-        [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
-         "--temp-dir", str(temp), "--include-dashboard", "false", "--disable-usage-stats"],
-        env={**os.environ, **TOKEN_AUTH, KEY_ENV: SECRET}, capture_output=True, text=True, check=False, timeout=120)
+        [
+            RAY,
+            "start",
+            "--head",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--num-cpus",
+            "2",
+            "--temp-dir",
+            str(temp),
+            "--include-dashboard",
+            "false",
+            "--disable-usage-stats",
+        ],
+        env={**os.environ, **TOKEN_AUTH, KEY_ENV: SECRET},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert started.returncode == 0, started.stderr
     yield {"address": f"127.0.0.1:{port}", "temp": temp}
-    stop_processes_under(str(temp))  # never `ray stop`: it would stop every Ray cluster on the machine
+    stop_processes_under(
+        str(temp)
+    )  # never `ray stop`: it would stop every Ray cluster on the machine
     shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def tasks_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
-    path.write_text("".join(json.dumps(
-        {"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point, "test": t.test,
-         "canonical_solution": t.canonical_solution, "tags": list(t.tags)}) + "\n" for t in load_humaneval()[:10]))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                    "tags": list(t.tags),
+                }
+            )
+            + "\n"
+            for t in load_humaneval()[:10]
+        )
+    )
     return path
 
 
 def run(*args: str, home: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     """trinity with its own TRINITY_HOME: a fresh one is a cold cache."""
     env = {**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(home), KEY_ENV: SECRET}
-    return subprocess.run([TRINITY, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [TRINITY, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def same_head(a: Path, b: Path) -> bool:
@@ -78,7 +135,9 @@ def same_head(a: Path, b: Path) -> bool:
 
 
 def worker_pids() -> list[int]:
-    found = subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True, check=False)
+    found = subprocess.run(
+        ["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True, check=False
+    )
     return [int(p) for p in found.stdout.split()]
 
 
@@ -103,32 +162,78 @@ def stop_processes_under(temp: str) -> None:
 @pytest.fixture(scope="module")
 def local_sim_head(tasks_file, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("local")
-    result = run("train", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), *TRAIN, "--out", str(root / "h.npz"),
-                 home=root / "home")
+    result = run(
+        "train",
+        "--tasks",
+        str(tasks_file),
+        "--pool",
+        str(SIM_POOL),
+        *TRAIN,
+        "--out",
+        str(root / "h.npz"),
+        home=root / "home",
+    )
     assert result.returncode == 0, result.stderr
     return root / "h.npz"
 
 
 @pytest.mark.parametrize("pool", ["sim", "replay"])
 def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_the_same(
-        pool, cluster, tasks_file, local_sim_head, tmp_path):
+    pool, cluster, tasks_file, local_sim_head, tmp_path
+):
     source = str(SIM_POOL) if pool == "sim" else "ldb-humaneval"
     local = local_sim_head
     if pool == "replay":
         local = tmp_path / "local.npz"
-        result = run("train", "--tasks", str(tasks_file), "--pool", source, *TRAIN, "--out", str(local), home=tmp_path / "l")
+        result = run(
+            "train",
+            "--tasks",
+            str(tasks_file),
+            "--pool",
+            source,
+            *TRAIN,
+            "--out",
+            str(local),
+            home=tmp_path / "l",
+        )
         assert result.returncode == 0, result.stderr
     on_ray = tmp_path / "ray.npz"
     loud = [f for f in TRAIN if f != "-q"]
-    result = run("train", "--tasks", str(tasks_file), "--pool", source, *loud, "--out", str(on_ray),
-                 "--ray", cluster["address"], "--ray-workers", "2", home=tmp_path / "r")
+    result = run(
+        "train",
+        "--tasks",
+        str(tasks_file),
+        "--pool",
+        source,
+        *loud,
+        "--out",
+        str(on_ray),
+        "--ray",
+        cluster["address"],
+        "--ray-workers",
+        "2",
+        home=tmp_path / "r",
+    )
     assert result.returncode == 0, result.stderr
     assert "playing on 2 Ray workers" in result.stderr
     assert "grades run: 0;" not in result.stderr  # the workers' figures reach the driver's summary
     assert same_head(local, on_ray)
     if pool == "sim":  # eval: every row the same, from a cold cache again
-        flags = ["eval", "--tasks", str(tasks_file), "--split", "all", "--pool", source, "--weights", str(local),
-                 "--max-turns", "2", "--json", "--no-log"]
+        flags = [
+            "eval",
+            "--tasks",
+            str(tasks_file),
+            "--split",
+            "all",
+            "--pool",
+            source,
+            "--weights",
+            str(local),
+            "--max-turns",
+            "2",
+            "--json",
+            "--no-log",
+        ]
         here = run(*flags, home=tmp_path / "e1")
         there = run(*flags, "--ray", cluster["address"], home=tmp_path / "e2")
         assert here.returncode == 0 and there.returncode == 0, here.stderr + there.stderr
@@ -136,33 +241,77 @@ def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_
 
 
 def test_profile_on_ray_gives_the_local_profiles(cluster, tasks_file, tmp_path):
-    flags = ["profile", "--pool", "ldb-humaneval", "--tasks", str(tasks_file), "--n", "6", "--json", "--no-log"]
+    flags = [
+        "profile",
+        "--pool",
+        "ldb-humaneval",
+        "--tasks",
+        str(tasks_file),
+        "--n",
+        "6",
+        "--json",
+        "--no-log",
+    ]
     here = run(*flags, home=tmp_path / "p1")
     there = run(*flags, "--ray", cluster["address"], "--ray-workers", "2", home=tmp_path / "p2")
     assert here.returncode == 0 and there.returncode == 0, here.stderr + there.stderr
-    profiles = [{name: {k: v for k, v in p.items() if k != "created"} for name, p in json.loads(r.stdout)["agents"].items()}
-                for r in (here, there)]
+    profiles = [
+        {
+            name: {k: v for k, v in p.items() if k != "created"}
+            for name, p in json.loads(r.stdout)["agents"].items()
+        }
+        for r in (here, there)
+    ]
     assert profiles[0] == profiles[1] and len(profiles[0]) == 4
 
 
-def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(cluster, tasks_file, tmp_path):
+def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(
+    cluster, tasks_file, tmp_path
+):
     """Sim agents and one agent behind a loopback server that answers after 1 s: the kill lands
     while episodes wait on it."""
     loopback = LoopbackAgent(1.0)
     try:
         pool = tmp_path / "mixed.toml"
         pool.write_text(SIM_AGENTS + loopback.pool_toml(("remote",), KEY_ENV))
-        local = run("train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out", str(tmp_path / "local.npz"),
-                    home=tmp_path / "l")
+        local = run(
+            "train",
+            "--tasks",
+            str(tasks_file),
+            "--pool",
+            str(pool),
+            *TRAIN,
+            "--out",
+            str(tmp_path / "local.npz"),
+            home=tmp_path / "l",
+        )
         assert local.returncode == 0, local.stderr
         calls_local = loopback.requests
         proc = subprocess.Popen(
-            [TRINITY, "train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out", str(tmp_path / "ray.npz"),
-             "--ray", cluster["address"], "--ray-workers", "2"],
+            [
+                TRINITY,
+                "train",
+                "--tasks",
+                str(tasks_file),
+                "--pool",
+                str(pool),
+                *TRAIN,
+                "--out",
+                str(tmp_path / "ray.npz"),
+                "--ray",
+                cluster["address"],
+                "--ray-workers",
+                "2",
+            ],
             env={**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(tmp_path / "r"), KEY_ENV: SECRET},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 300
-        while loopback.requests < calls_local + 3 or len(worker_pids()) < 2:  # episodes in flight on both workers
+        while (
+            loopback.requests < calls_local + 3 or len(worker_pids()) < 2
+        ):  # episodes in flight on both workers
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
             time.sleep(0.2)
         os.kill(worker_pids()[0], signal.SIGKILL)
@@ -174,11 +323,27 @@ def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(cl
     assert same_head(tmp_path / "local.npz", tmp_path / "ray.npz")
 
 
-def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(cluster, tasks_file, local_sim_head, tmp_path):
-    flags = ["train", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), *TRAIN, "--out", str(tmp_path / "h.npz"),
-             "--ray", cluster["address"], "--ray-workers", "2"]
+def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(
+    cluster, tasks_file, local_sim_head, tmp_path
+):
+    flags = [
+        "train",
+        "--tasks",
+        str(tasks_file),
+        "--pool",
+        str(SIM_POOL),
+        *TRAIN,
+        "--out",
+        str(tmp_path / "h.npz"),
+        "--ray",
+        cluster["address"],
+        "--ray-workers",
+        "2",
+    ]
     env = {**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([TRINITY, *flags], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [TRINITY, *flags], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     checkpoint = tmp_path / "h.ckpt"
     deadline = time.monotonic() + 300
     while not checkpoint.exists():  # one generation done: kill in the middle of the next
@@ -187,7 +352,9 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(cluster, tasks_f
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     state = pickle.loads(checkpoint.read_bytes())
-    state["history"][0]["best"] = 123.0  # a mark only the checkpoint holds: a run that ignored it would recompute
+    state["history"][0]["best"] = (
+        123.0  # a mark only the checkpoint holds: a run that ignored it would recompute
+    )
     checkpoint.write_bytes(pickle.dumps(state))
     resumed = run(*flags, "--resume", home=tmp_path / "home")
     assert resumed.returncode == 0, resumed.stderr
@@ -196,17 +363,36 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(cluster, tasks_f
     assert history[0]["best"] == 123.0 and len(history) == 3
 
 
-def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(cluster, tasks_file, tmp_path):
+def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(
+    cluster, tasks_file, tmp_path
+):
     """Four workers on network-bound agents: together they stop before passing the budget (what
     the server was paid for and the run's account), and the key the agents received is in no
     file of Ray's, the run's or the caches'."""
     loopback = LoopbackAgent(0.2)
     try:
         pool = tmp_path / "paid.toml"
-        pool.write_text(loopback.pool_toml(("a", "b", "c"), KEY_ENV, price=100.0))  # $0.012 a call (100 + 20 tokens)
+        pool.write_text(
+            loopback.pool_toml(("a", "b", "c"), KEY_ENV, price=100.0)
+        )  # $0.012 a call (100 + 20 tokens)
         flags = [f for f in TRAIN if f != "--no-log"]
-        result = run("train", "--tasks", str(tasks_file), "--pool", str(pool), *flags, "--out", str(tmp_path / "h.npz"),
-                     "--budget-usd", "0.5", "--ray", cluster["address"], "--ray-workers", "4", home=tmp_path / "home")
+        result = run(
+            "train",
+            "--tasks",
+            str(tasks_file),
+            "--pool",
+            str(pool),
+            *flags,
+            "--out",
+            str(tmp_path / "h.npz"),
+            "--budget-usd",
+            "0.5",
+            "--ray",
+            cluster["address"],
+            "--ray-workers",
+            "4",
+            home=tmp_path / "home",
+        )
     finally:
         loopback.close()
     assert result.returncode == 5, result.stderr
@@ -217,8 +403,12 @@ def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(clus
     assert logged["command"] == "train" and paid - 1e-9 <= logged["usd"] <= 0.5
     assert loopback.keys == {SECRET}
     assert SECRET not in result.stdout + result.stderr
-    leaked = [p for root in (cluster["temp"], tmp_path) for p in root.rglob("*")
-              if p.is_file() and SECRET.encode() in p.read_bytes()]
+    leaked = [
+        p
+        for root in (cluster["temp"], tmp_path)
+        for p in root.rglob("*")
+        if p.is_file() and SECRET.encode() in p.read_bytes()
+    ]
     assert leaked == []
 
 
@@ -227,10 +417,31 @@ def test_ray_local_starts_a_private_cluster_and_leaves_no_ray_process(tasks_file
     temp = tempfile.mkdtemp(prefix="rl-", dir="/tmp")
     seen: set[str] = set()
     proc = subprocess.Popen(
-        [TRINITY, "eval", "--tasks", str(tasks_file), "--split", "all", "--pool", str(SIM_POOL), "--weights", "none",
-         "--max-turns", "1", "--json", "--no-log", "--ray", "local", "--ray-workers", "1"],
+        [
+            TRINITY,
+            "eval",
+            "--tasks",
+            str(tasks_file),
+            "--split",
+            "all",
+            "--pool",
+            str(SIM_POOL),
+            "--weights",
+            "none",
+            "--max-turns",
+            "1",
+            "--json",
+            "--no-log",
+            "--ray",
+            "local",
+            "--ray-workers",
+            "1",
+        ],
         env={**os.environ, "TRINITY_HOME": str(tmp_path / "home"), "RAY_TMPDIR": temp},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while proc.poll() is None:
         seen |= processes_under(temp)
         time.sleep(0.2)
@@ -243,7 +454,9 @@ def test_ray_local_starts_a_private_cluster_and_leaves_no_ray_process(tasks_file
     shutil.rmtree(temp, ignore_errors=True)
 
 
-def test_an_unreachable_cluster_a_bad_address_and_ray_workers_without_ray_are_one_line_errors(tmp_path, tasks_file):
+def test_an_unreachable_cluster_a_bad_address_and_ray_workers_without_ray_are_one_line_errors(
+    tmp_path, tasks_file
+):
     flags = ["eval", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), "--weights", "none"]
     for address, code in ((f"127.0.0.1:{free_port()}", 3), ("nonsense-address", 2)):
         started = time.monotonic()
@@ -293,17 +506,27 @@ def test_a_dead_workers_settled_spend_is_taken_back_and_its_call_in_flight_count
     keeper.finished("2")
     keeper.void("1")
     state = keeper.budget_state()
-    assert state["spent_usd"] == pytest.approx(0.05 + 0.3) and state["reserved_usd"] == pytest.approx(0.0)
+    assert state["spent_usd"] == pytest.approx(0.05 + 0.3) and state[
+        "reserved_usd"
+    ] == pytest.approx(0.0)
     assert keeper.reserve(0.3, "3") is None  # the rerun: its cached reply settles once more
     keeper.settle(0.1, 0.3, "3")
     assert keeper.budget_state()["spent_usd"] == pytest.approx(0.05 + 0.3 + 0.1)
 
 
 def test_without_ray_it_is_never_imported(tmp_path, tasks_file):
-    code = ("import sys\nfrom trinity_cli.cli import main\n"
-            f"sys.argv = ['trinity', 'eval', '--tasks', {str(tasks_file)!r}, '--pool', {str(SIM_POOL)!r}, '--weights', 'none',"
-            " '--max-turns', '1', '--json', '--no-log']\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('RAY=' + str('ray' in sys.modules), file=sys.stderr)\n")
-    result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TRINITY_HOME": str(tmp_path / "h")},
-                            capture_output=True, text=True, check=False, timeout=300)
+    code = (
+        "import sys\nfrom trinity_cli.cli import main\n"
+        f"sys.argv = ['trinity', 'eval', '--tasks', {str(tasks_file)!r}, '--pool', {str(SIM_POOL)!r}, '--weights', 'none',"
+        " '--max-turns', '1', '--json', '--no-log']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint('RAY=' + str('ray' in sys.modules), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TRINITY_HOME": str(tmp_path / "h")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert "RAY=False" in result.stderr, result.stderr

@@ -27,10 +27,14 @@ except ImportError:  # Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 PRICES = {  # USD per million tokens in / out, as the issue fixes them
-    "gpt-4-1106-preview": (10.0, 30.0), "gpt-3.5-turbo-0613": (1.5, 2.0),
-    "codellama-34b-instruct": (0.78, 0.78), "starcoder": (0.30, 0.30),
-    "gpt-4o-2024-08-06": (2.5, 10.0), "gpt-4o-mini-2024-07-18": (0.15, 0.60),
-    "claude-3-5-sonnet-20240620": (3.0, 15.0), "gemini-1.5-flash-002": (0.075, 0.30),
+    "gpt-4-1106-preview": (10.0, 30.0),
+    "gpt-3.5-turbo-0613": (1.5, 2.0),
+    "codellama-34b-instruct": (0.78, 0.78),
+    "starcoder": (0.30, 0.30),
+    "gpt-4o-2024-08-06": (2.5, 10.0),
+    "gpt-4o-mini-2024-07-18": (0.15, 0.60),
+    "claude-3-5-sonnet-20240620": (3.0, 15.0),
+    "gemini-1.5-flash-002": (0.075, 0.30),
     "deepseek-chat-v3": (0.27, 1.10),
 }
 # Reference solutions the full run (all 500 MBPP) found failing: MBPP/436's returns a number
@@ -39,7 +43,9 @@ WRONG_REFERENCES = {"MBPP/436", "MBPP/56"}
 
 
 def build_script():
-    spec = importlib.util.spec_from_file_location("build_records", ROOT / "scripts" / "build_records.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_records", ROOT / "scripts" / "build_records.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -55,11 +61,16 @@ def records(name: str) -> list[dict]:
 def test_the_script_rebuilds_every_derived_file_byte_for_byte(tmp_path):
     written = build_script().build(SHARED, tmp_path)
     rebuilt = {p.relative_to(tmp_path) for p in written}
-    shipped = {p.relative_to(bundled.DATA) for folder in ("tasks", "records", "pools")
-               for p in (bundled.DATA / folder).iterdir()} | {Path("manifest.json")}
+    shipped = {
+        p.relative_to(bundled.DATA)
+        for folder in ("tasks", "records", "pools")
+        for p in (bundled.DATA / folder).iterdir()
+    } | {Path("manifest.json")}
     assert shipped <= rebuilt, f"shipped but not built: {shipped - rebuilt}"
     for rel in sorted(rebuilt):
-        assert (bundled.DATA / rel).read_bytes() == (tmp_path / rel).read_bytes(), f"{rel} differs: rerun the script"
+        assert (bundled.DATA / rel).read_bytes() == (tmp_path / rel).read_bytes(), (
+            f"{rel} differs: rerun the script"
+        )
 
 
 def test_every_record_line_is_in_the_documented_format():
@@ -72,7 +83,15 @@ def test_every_record_line_is_in_the_documented_format():
                 assert 0.0 <= row["pass_rate"] <= 1.0, where
                 assert all(isinstance(c, str) and c for c in row["correct"]), where
             else:
-                assert set(row) <= {"model", "task_id", "code", "sample", "round", "tokens_in", "tokens_out"}, where
+                assert set(row) <= {
+                    "model",
+                    "task_id",
+                    "code",
+                    "sample",
+                    "round",
+                    "tokens_in",
+                    "tokens_out",
+                }, where
                 assert isinstance(row["code"], str) and row["code"], where
                 assert row.get("sample", 0) >= 0 and row.get("round", 0) >= 0, where
 
@@ -89,19 +108,28 @@ def test_each_pool_covers_its_task_set_and_its_toml_replays_its_models():
                 rounds: dict[str, list[int]] = {}
                 for r in mine:
                     rounds.setdefault(r["task_id"], []).append(r["round"])
-                assert all(sorted(v) == list(range(len(v))) for v in rounds.values()), (pool.name, model)
+                assert all(sorted(v) == list(range(len(v))) for v in rounds.values()), (
+                    pool.name,
+                    model,
+                )
         agents = tomllib.loads(pool.path.read_text("utf-8"))["agents"]
         assert tuple(a["model"] for a in agents) == pool.models
         for a in agents:
             assert a["provider"] == "replay" and a["record"] == pool.name
-            assert (a["price_in"], a["price_out"]) == PRICES.get(a["model"], (a["price_in"], a["price_out"]))
+            assert (a["price_in"], a["price_out"]) == PRICES.get(
+                a["model"], (a["price_in"], a["price_out"])
+            )
             assert a["price_in"] > 0 and a["price_out"] > 0
 
 
 def test_gpt4_keeps_no_repairs_and_the_others_keep_their_own():
     rows = records("ldb-humaneval")
     repaired = {r["model"] for r in rows if r["round"] > 0}
-    assert repaired == {"gpt-3.5-turbo-0613", "codellama-34b-instruct", "starcoder"}  # gpt-4-seed: another backbone
+    assert repaired == {
+        "gpt-3.5-turbo-0613",
+        "codellama-34b-instruct",
+        "starcoder",
+    }  # gpt-4-seed: another backbone
 
 
 def test_mbpp_has_500_tasks_in_the_fixed_split_with_visible_tests():
@@ -121,7 +149,11 @@ def test_evalperf_has_118_normalised_tasks_and_marks_those_without_tests():
     assert sum(t.has_tests for t in tasks) == 71
     humaneval = {t.task_id: t for t in load_humaneval()}
     assert all(t == humaneval[t.task_id] for t in tasks if t.task_id in humaneval)
-    assert all(t.test == "" and t.prompt.startswith(f"def {t.entry_point}(") for t in tasks if not t.has_tests)
+    assert all(
+        t.test == "" and t.prompt.startswith(f"def {t.entry_point}(")
+        for t in tasks
+        if not t.has_tests
+    )
 
 
 def test_joined_task_sets_keep_a_shared_task_once():
@@ -144,7 +176,9 @@ def test_reference_solutions_pass_their_visible_tests():
     mbpp = [t for t in load_tasks("mbpp") if t.task_id not in WRONG_REFERENCES | {"MBPP/367"}]
     for task in load_humaneval()[::16] + mbpp[::50]:
         visible = Tests("file", source="\n".join(task.visible_tests) + "\n")
-        assert grade(task.prompt + (task.canonical_solution or ""), visible, task.prompt).passed, task.task_id
+        assert grade(task.prompt + (task.canonical_solution or ""), visible, task.prompt).passed, (
+            task.task_id
+        )
 
 
 def test_evalperf_correct_programs_pass_the_tests_they_are_graded_by():
@@ -176,38 +210,72 @@ def test_pool_list_shows_the_bundled_pools_and_task_sets():
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
     assert [(p["name"], p["task_set"], len(p["models"])) for p in data["pools"]] == [
-        ("evalperf-all", "evalperf", 33), ("evalperf-api", "evalperf", 5), ("ldb-humaneval", "humaneval", 4),
-        ("ldb-mbpp", "mbpp", 3)]
-    sizes = {s["name"]: (s["tasks"], s["train"], s["test"], s["with_tests"]) for s in data["task_sets"]}
-    assert sizes == {"humaneval": (164, 107, 57, 164), "mbpp": (500, 323, 177, 500), "evalperf": (118, 72, 46, 71)}
+        ("evalperf-all", "evalperf", 33),
+        ("evalperf-api", "evalperf", 5),
+        ("ldb-humaneval", "humaneval", 4),
+        ("ldb-mbpp", "mbpp", 3),
+    ]
+    sizes = {
+        s["name"]: (s["tasks"], s["train"], s["test"], s["with_tests"]) for s in data["task_sets"]
+    }
+    assert sizes == {
+        "humaneval": (164, 107, 57, 164),
+        "mbpp": (500, 323, 177, 500),
+        "evalperf": (118, 72, 46, 71),
+    }
     shown = trinity("pool", "--list")
     assert shown.returncode == 0 and "ldb-humaneval" in shown.stderr and "evalperf" in shown.stderr
 
 
 def test_the_wheel_ships_the_data_and_stays_under_20_mb(tmp_path):
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", str(ROOT), "-w", str(tmp_path)],
-                           capture_output=True, text=True, check=False, timeout=600)
-    if built.returncode and "hatchling" in built.stdout + built.stderr and "satisf" in built.stdout + built.stderr:
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", str(ROOT), "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    if (
+        built.returncode
+        and "hatchling" in built.stdout + built.stderr
+        and "satisf" in built.stdout + built.stderr
+    ):
         pytest.skip("pip cannot fetch the build backend (hatchling) here")
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = tmp_path.glob("*.whl")
     assert wheel.stat().st_size < 20 * 1024 * 1024
     names = set(zipfile.ZipFile(wheel).namelist())
-    for rel in ("manifest.json", "NOTICE", "licenses/CC-BY-4.0.txt", "licenses/LDB-LICENSE.txt",
-                "licenses/EvalPlus-LICENSE.txt", "licenses/HumanEval-MIT.txt", "tasks/mbpp.jsonl.gz",
-                "tasks/evalperf.jsonl.gz", "tasks/humaneval-visible-tests.json",
-                *(f"records/{p}.jsonl.gz" for p in bundled.pool_names()), *(f"pools/{p}.toml" for p in bundled.pool_names())):
+    for rel in (
+        "manifest.json",
+        "NOTICE",
+        "licenses/CC-BY-4.0.txt",
+        "licenses/LDB-LICENSE.txt",
+        "licenses/EvalPlus-LICENSE.txt",
+        "licenses/HumanEval-MIT.txt",
+        "tasks/mbpp.jsonl.gz",
+        "tasks/evalperf.jsonl.gz",
+        "tasks/humaneval-visible-tests.json",
+        *(f"records/{p}.jsonl.gz" for p in bundled.pool_names()),
+        *(f"pools/{p}.toml" for p in bundled.pool_names()),
+    ):
         assert f"trinity_cli/data/{rel}" in names, rel
 
 
 def test_the_model_split_holds_out_whole_families_and_each_model_once():
     split = json.loads((bundled.DATA / "manifest.json").read_text())["model_split"]
-    agents = [a["name"] for a in tomllib.loads(bundled.pool_path("evalperf-all").read_text("utf-8"))["agents"]]
+    agents = [
+        a["name"]
+        for a in tomllib.loads(bundled.pool_path("evalperf-all").read_text("utf-8"))["agents"]
+    ]
     assert len(agents) == len(set(agents)) == 33  # o1-mini's two configurations kept once
     assert sorted(split["train"] + split["held_out"]) == sorted(agents)
     assert not set(split["train"]) & set(split["held_out"])
-    assert sorted(name for members in split["families"].values() for name in members) == sorted(agents)
+    assert sorted(name for members in split["families"].values() for name in members) == sorted(
+        agents
+    )
     for family, members in split["families"].items():
         sides = {name in split["held_out"] for name in members}
         assert len(sides) == 1, family  # a family is never on both sides
-    assert len(split["held_out"]) >= 5 and len(split["train"]) >= 6  # pools of 3-5 held-out, 2-6 training
+    assert (
+        len(split["held_out"]) >= 5 and len(split["train"]) >= 6
+    )  # pools of 3-5 held-out, 2-6 training

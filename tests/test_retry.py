@@ -22,13 +22,22 @@ OK_PLAIN = openai_json("def add(a, b): return a + b")
 
 
 def provider(server, waits, **kw):
-    spec = AgentSpec(name="flaky", provider="openai", model="m", base_url=f"{server.url}/v1",
-                     **{"timeout_s": 5.0, "retries": 3, **kw})
+    spec = AgentSpec(
+        name="flaky",
+        provider="openai",
+        model="m",
+        base_url=f"{server.url}/v1",
+        **{"timeout_s": 5.0, "retries": 3, **kw},
+    )
     return RetryingProvider(OpenAIProvider(spec), spec, sleep=waits.append, rng=random.Random(0))
 
 
 def error(status: int, **headers: str) -> Scripted:
-    return Scripted(status, json.dumps({"error": {"message": f"status {status}", "type": "x"}}).encode(), headers=headers)
+    return Scripted(
+        status,
+        json.dumps({"error": {"message": f"status {status}", "type": "x"}}).encode(),
+        headers=headers,
+    )
 
 
 def test_429_with_retry_after_is_honoured(server):
@@ -41,7 +50,11 @@ def test_429_with_retry_after_is_honoured(server):
 
 def test_503_with_an_http_date_retry_after_and_500_then_success_backs_off(server):
     waits: list[float] = []
-    server.responses += [error(503, **{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}), error(500), OK_PLAIN]
+    server.responses += [
+        error(503, **{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        error(500),
+        OK_PLAIN,
+    ]
     reply = provider(server, waits).complete(REQUEST)
     assert "return a + b" in reply.text
     assert waits[0] == 0.0  # a date in the past: retry at once
@@ -117,6 +130,7 @@ def test_a_ctrl_c_masked_by_an_sdks_cleanup_is_an_interruption_not_a_provider_er
     from trinity_cli.providers.errors import classify
 
     spec = AgentSpec(name="a", provider="openai", model="m")
+
     def reading_a_stream() -> None:
         try:
             raise KeyboardInterrupt  # Ctrl-C mid-read
@@ -127,4 +141,6 @@ def test_a_ctrl_c_masked_by_an_sdks_cleanup_is_an_interruption_not_a_provider_er
         reading_a_stream()
     with pytest.raises(KeyboardInterrupt):
         classify(masked.value, spec)
-    assert classify(ConnectionResetError("reset"), spec).kind == "network"  # without the interrupt: as before
+    assert (
+        classify(ConnectionResetError("reset"), spec).kind == "network"
+    )  # without the interrupt: as before

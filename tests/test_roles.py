@@ -10,7 +10,10 @@ from trinity_cli.core.roles import Role, extract_code, parse_next_role, parse_ve
 
 def test_verdict_tags_last_one_wins_and_case_is_ignored():
     assert parse_verdict("<verdict>ACCEPT</verdict>") == "accept"
-    assert parse_verdict("format: <verdict>ACCEPT</verdict> ... <verdict> reject </verdict>") == "reject"
+    assert (
+        parse_verdict("format: <verdict>ACCEPT</verdict> ... <verdict> reject </verdict>")
+        == "reject"
+    )
     assert parse_verdict("Verdict: **ACCEPT**") == "accept"
     assert parse_verdict("I think it is fine") == "malformed"
     assert parse_verdict("") == "malformed"
@@ -24,14 +27,23 @@ def test_next_role_needs_exactly_one_kind():
 
 
 def test_code_extraction_prefers_the_last_python_block():
-    text = "first\n```python\nx = 1\n```\nthen\n```bash\nls\n```\n```py\ndef f():\n    return 2\n```"
+    text = (
+        "first\n```python\nx = 1\n```\nthen\n```bash\nls\n```\n```py\ndef f():\n    return 2\n```"
+    )
     assert extract_code(text) == "def f():\n    return 2\n"
     assert extract_code("```\ndef g(): pass\n```") == "def g(): pass\n"
     assert extract_code("def h(x):\n    return x\n") == "def h(x):\n    return x\n"
-    assert extract_code("Just use a loop.") == "Just use a loop.\n"  # an answer, that will not parse
-    assert extract_code("```js\nlet x = 1;\n```") == "```js\nlet x = 1;\n```\n"  # no Python block: the reply
+    assert (
+        extract_code("Just use a loop.") == "Just use a loop.\n"
+    )  # an answer, that will not parse
+    assert (
+        extract_code("```js\nlet x = 1;\n```") == "```js\nlet x = 1;\n```\n"
+    )  # no Python block: the reply
     assert extract_code(" \n") is None
-    assert extract_code("```python\ndef unterminated():\n    return 1") == "def unterminated():\n    return 1\n"
+    assert (
+        extract_code("```python\ndef unterminated():\n    return 1")
+        == "def unterminated():\n    return 1\n"
+    )
 
 
 @given(st.text())

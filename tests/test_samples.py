@@ -30,8 +30,19 @@ PROBLEMS = Path(__file__).parent / "data" / "problems"
 # unnumbered, ```text; stairs: plain "Examples" / "input" / "output" lines; paragraphs: "Input 1"
 # under "## Sample tests", ~~~ fences holding blank lines; upside_down: plain grid rows that
 # start with "#" (and a right program that prints trailing spaces and a blank line).
-SAMPLE_COUNTS = {"average_speed": 3, "bus_fare": 2, "lamps": 2, "leap_year": 5, "longest_run": 3, "paragraphs": 2,
-                 "reverse_words": 2, "stairs": 2, "tiles": 3, "times_table_crlf": 2, "upside_down": 2}
+SAMPLE_COUNTS = {
+    "average_speed": 3,
+    "bus_fare": 2,
+    "lamps": 2,
+    "leap_year": 5,
+    "longest_run": 3,
+    "paragraphs": 2,
+    "reverse_words": 2,
+    "stairs": 2,
+    "tiles": 3,
+    "times_table_crlf": 2,
+    "upside_down": 2,
+}
 
 
 def program(name: str, kind: str) -> str:
@@ -41,7 +52,10 @@ def program(name: str, kind: str) -> str:
 @pytest.fixture(scope="module")
 def suites() -> dict[str, TestSuite | None]:
     """Each problem's check, from the text exactly as `solve` reads it (CRLF kept)."""
-    return {name: suite_from_problem(read_problem(str(PROBLEMS / f"{name}.md"))) for name in SAMPLE_COUNTS}
+    return {
+        name: suite_from_problem(read_problem(str(PROBLEMS / f"{name}.md")))
+        for name in SAMPLE_COUNTS
+    }
 
 
 def test_every_problem_file_is_listed_and_the_crlf_one_keeps_its_line_endings():
@@ -57,16 +71,27 @@ def test_the_samples_are_found_and_judge_programs(suites, name):
     assert suite.run(program(name, "right")).passed
     wrong = program(name, "first_only")
     first = replace(suite, tests=replace(suite.tests, examples=suite.tests.examples[:1]), count=1)
-    assert first.run(wrong).passed  # so the failure below is the other samples', not a broken program
+    assert first.run(
+        wrong
+    ).passed  # so the failure below is the other samples', not a broken program
     failed = suite.run(wrong)
     assert not failed.passed and "case 1 failed" not in failed.summary
     assert f"/{suite.count} passed" in failed.summary and "expected" in failed.summary
 
 
 def test_what_a_layout_holds_is_read_exactly():
-    texts = {name: read_problem(str(PROBLEMS / f"{name}.md")) for name in ("paragraphs", "longest_run", "bus_fare")}
-    assert find_samples(texts["paragraphs"])[1].input == "x\n\n\ny\n\nz\n"  # a fence keeps blank lines
-    assert [s.output for s in find_samples(texts["longest_run"])] == ["3\n", "2\n", "4\n"]  # not the explanations
+    texts = {
+        name: read_problem(str(PROBLEMS / f"{name}.md"))
+        for name in ("paragraphs", "longest_run", "bus_fare")
+    }
+    assert (
+        find_samples(texts["paragraphs"])[1].input == "x\n\n\ny\n\nz\n"
+    )  # a fence keeps blank lines
+    assert [s.output for s in find_samples(texts["longest_run"])] == [
+        "3\n",
+        "2\n",
+        "4\n",
+    ]  # not the explanations
     assert find_samples(texts["bus_fare"])[0].input == "3\n5 30 40\n"  # an indented block, dedented
 
 
@@ -116,37 +141,52 @@ def test_a_forged_pass_fails(suites, forgery):
 def test_numbers_compare_within_the_stated_tolerance_and_exactly_without_one(suites):
     suite = suites["average_speed"]
     assert suite is not None and suite.tests.tolerance == pytest.approx(1e-6)
-    scaled = ("import sys\nn, *v = map(int, sys.stdin.read().split())\nlegs = list(zip(v[::2], v[1::2]))\n"
-              "print(sum(d for d, _ in legs) / sum(d / s for d, s in legs) * (1 + {}))\n")
+    scaled = (
+        "import sys\nn, *v = map(int, sys.stdin.read().split())\nlegs = list(zip(v[::2], v[1::2]))\n"
+        "print(sum(d for d, _ in legs) / sum(d / s for d, s in legs) * (1 + {}))\n"
+    )
     assert suite.run(scaled.format("5e-7")).passed
     outside = suite.run(scaled.format("5e-6"))
     assert not outside.passed and "expected '40.0000000000'" in outside.summary
     exact = replace(suite, tests=replace(suite.tests, tolerance=None))
-    assert not exact.run(program("average_speed", "right")).passed  # it prints 40.0, not 40.0000000000
+    assert not exact.run(
+        program("average_speed", "right")
+    ).passed  # it prints 40.0, not 40.0000000000
 
 
-@pytest.mark.parametrize("text,tolerance", [
-    ("absolute or relative error at most $10^{-6}$", 1e-6),
-    ("The answer is accepted if it differs from the true value by at most 10^-9.", 1e-9),
-    ("Your output may have an absolute error up to 1e-4.", 1e-4),
-    ("error not exceeding 2 \\times 10^{−5}", 2e-5),
-    ("tolerance 10<sup>-3</sup>", 1e-3),
-    ("1 <= N <= 10^5, and print the answer modulo 998244353.", None),
-    ("It takes 1e-3 seconds per step.", None),
-])
+@pytest.mark.parametrize(
+    "text,tolerance",
+    [
+        ("absolute or relative error at most $10^{-6}$", 1e-6),
+        ("The answer is accepted if it differs from the true value by at most 10^-9.", 1e-9),
+        ("Your output may have an absolute error up to 1e-4.", 1e-4),
+        ("error not exceeding 2 \\times 10^{−5}", 2e-5),
+        ("tolerance 10<sup>-3</sup>", 1e-3),
+        ("1 <= N <= 10^5, and print the answer modulo 998244353.", None),
+        ("It takes 1e-3 seconds per step.", None),
+    ],
+)
 def test_the_stated_tolerance_is_parsed(text, tolerance):
     assert stated_tolerance(text) == (pytest.approx(tolerance) if tolerance else None)
 
 
-@pytest.mark.parametrize("actual,expected,tolerance,equal", [
-    ("1 2\r\n3   \r\n\r\n\n", "1 2\n3\n", None, True),  # CRLF, trailing spaces, trailing blank lines
-    ("1  2\n", "1 2\n", None, True),  # tokens, not spacing
-    ("1 2\n", "1 2 3\n", None, False),
-    ("3.0\n", "3\n", None, False),  # no tolerance: tokens must be equal
-    ("3.0000001\n", "3\n", 1e-6, True),
-    ("Yes\n", "yes\n", 1e-6, False),
-    ("1\n\n2\n", "1\n2\n", None, False),  # a blank line inside counts
-])
+@pytest.mark.parametrize(
+    "actual,expected,tolerance,equal",
+    [
+        (
+            "1 2\r\n3   \r\n\r\n\n",
+            "1 2\n3\n",
+            None,
+            True,
+        ),  # CRLF, trailing spaces, trailing blank lines
+        ("1  2\n", "1 2\n", None, True),  # tokens, not spacing
+        ("1 2\n", "1 2 3\n", None, False),
+        ("3.0\n", "3\n", None, False),  # no tolerance: tokens must be equal
+        ("3.0000001\n", "3\n", 1e-6, True),
+        ("Yes\n", "yes\n", 1e-6, False),
+        ("1\n\n2\n", "1\n2\n", None, False),  # a blank line inside counts
+    ],
+)
 def test_outputs_compare_as_a_judge_reads_them(actual, expected, tolerance, equal):
     assert (output_difference(actual, expected, tolerance) is None) == equal
 
@@ -164,14 +204,17 @@ def test_a_json_tests_file_is_stdin_stdout_cases(tmp_path, content):
     assert not suite.run(program("tiles", "first_only")).passed
 
 
-@pytest.mark.parametrize("content,fragment", [
-    ("[{", "is not valid JSON"),
-    ('{"input": "1", "output": "2"}', "unknown key 'input'"),
-    ("[]", "at least one case"),
-    ('[{"input": "1"}]', "case 1 is not"),
-    ('[{"input": 1, "output": "2"}]', "case 1 is not"),
-    ('{"tests": [{"input": "1", "output": "2"}], "tolerance": "small"}', "tolerance"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("[{", "is not valid JSON"),
+        ('{"input": "1", "output": "2"}', "unknown key 'input'"),
+        ("[]", "at least one case"),
+        ('[{"input": "1"}]', "case 1 is not"),
+        ('[{"input": 1, "output": "2"}]', "case 1 is not"),
+        ('{"tests": [{"input": "1", "output": "2"}], "tolerance": "small"}', "tolerance"),
+    ],
+)
 def test_a_malformed_json_tests_file_is_a_usage_error_naming_it(tmp_path, content, fragment):
     path = tmp_path / "cases.json"
     path.write_text(content)
@@ -192,7 +235,8 @@ def server(workdir):
     """An OpenAI-compatible agent on loopback, and its pool file in the current directory."""
     wire = WireServer()
     (workdir / "pool.toml").write_text(
-        f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{wire.url}/v1"\n')
+        f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{wire.url}/v1"\n'
+    )
     yield wire
     wire.close()
 
@@ -204,7 +248,9 @@ def solve(*args: str):
 def test_solve_checks_a_program_against_json_cases_end_to_end(server, workdir):
     (workdir / "tiles.md").write_text((PROBLEMS / "tiles.md").read_text())
     (workdir / "cases.json").write_text(json.dumps({"tests": CASES}))
-    server.responses += [openai_stream(s) for s in ["plan", fenced(program("tiles", "first_only")), ACCEPT]]
+    server.responses += [
+        openai_stream(s) for s in ["plan", fenced(program("tiles", "first_only")), ACCEPT]
+    ]
     result = solve("tiles.md", "--tests", "cases.json", "--json")
     assert result.returncode == 6, result.stderr
     report = json.loads(result.stdout)
@@ -213,21 +259,33 @@ def test_solve_checks_a_program_against_json_cases_end_to_end(server, workdir):
     worker_system = server.requests[1]["json"]["messages"][0]["content"]
     assert worker_system.endswith(STDIN_PROGRAM_NOTE)  # the Worker was asked for a program
 
-    server.responses += [openai_stream(s) for s in ["plan", fenced(program("tiles", "right")), ACCEPT]]
+    server.responses += [
+        openai_stream(s) for s in ["plan", fenced(program("tiles", "right")), ACCEPT]
+    ]
     result = solve("tiles.md", "--tests", "cases.json")
     assert result.returncode == 0, result.stderr
-    assert "checked by cases.json (2 tests)" in result.stderr and "cases.json passed" in result.stderr
+    assert (
+        "checked by cases.json (2 tests)" in result.stderr and "cases.json passed" in result.stderr
+    )
     assert "print(h * -(-w // length))" in result.stdout
 
-    server.responses += [openai_stream(s) for s in ["plan", fenced(program("tiles", "right")), ACCEPT]]
+    server.responses += [
+        openai_stream(s) for s in ["plan", fenced(program("tiles", "right")), ACCEPT]
+    ]
     result = solve("tiles.md", "--json")  # no --tests: the problem's own samples
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["tests"] == {"source": "problem samples", "count": 3, "passed": True,
-                                                  "summary": "3/3 passed"}
+    assert json.loads(result.stdout)["tests"] == {
+        "source": "problem samples",
+        "count": 3,
+        "passed": True,
+        "summary": "3/3 passed",
+    }
 
     (workdir / "bad.json").write_text('[{"input": "1"}]')
     result = solve("tiles.md", "--tests", "bad.json")
-    assert result.returncode == 2 and "bad.json" in result.stderr and "Traceback" not in result.stderr
+    assert (
+        result.returncode == 2 and "bad.json" in result.stderr and "Traceback" not in result.stderr
+    )
     assert len(result.stderr.strip().splitlines()) == 1
 
 

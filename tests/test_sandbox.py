@@ -64,8 +64,10 @@ def jail(request) -> str:
 
 def tagged(tag: str) -> str:
     """A prelude that names this process (and so every child) `tag`, which `survivors` finds."""
-    return (f"import ctypes\nif hasattr(ctypes.CDLL(None), 'prctl'):\n"
-            f"    ctypes.CDLL(None).prctl(15, {tag.encode()!r}, 0, 0, 0)  # PR_SET_NAME\n")
+    return (
+        f"import ctypes\nif hasattr(ctypes.CDLL(None), 'prctl'):\n"
+        f"    ctypes.CDLL(None).prctl(15, {tag.encode()!r}, 0, 0, 0)  # PR_SET_NAME\n"
+    )
 
 
 def survivors(tag: str, kill: bool = False) -> list[int]:
@@ -76,7 +78,7 @@ def survivors(tag: str, kill: bool = False) -> list[int]:
         try:
             named = entry.name.isdigit() and (entry / "comm").read_text().strip() == tag
             if named and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(int(entry.name))
+                found.append(int(entry.name))
         except (OSError, IndexError):
             pass
     for pid in found if kill else []:
@@ -111,10 +113,12 @@ def test_an_infinite_loop_is_killed_at_the_wall_clock_limit(mode):
 
 def test_a_sleeping_group_is_killed_with_its_children(mode):
     tag = "tri-" + uuid.uuid4().hex[:10]
-    program = tagged(tag) + ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n"
-                             "        time.sleep(60)\ntry:\n    os.setsid()  # the candidate itself leaves too\n"
-                             "except OSError:\n    pass  # already a session leader (rlimits, uid-drop)\n"
-                             "time.sleep(60)\n")
+    program = tagged(tag) + (
+        "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n"
+        "        time.sleep(60)\ntry:\n    os.setsid()  # the candidate itself leaves too\n"
+        "except OSError:\n    pass  # already a session leader (rlimits, uid-drop)\n"
+        "time.sleep(60)\n"
+    )
     assert run_in_mode(program, mode, Limits(wall_s=1.5)).timed_out
     left = survivors(tag, kill=True)
     if mode in JAILS:  # setsid escapes a process group, never the PID namespace
@@ -125,9 +129,11 @@ def test_a_fork_bomb_hits_the_process_limit(mode):
     if not counts_processes(mode):
         pytest.skip(f"{mode!r} has no process-count limit here (see `trinity doctor`)")
     tag = "tri-" + uuid.uuid4().hex[:10]
-    program = tagged(tag) + ("import os, time\nn = 0\nfor _ in range(10_000):\n    try:\n"
-                             "        os.fork() or time.sleep(30)\n    except OSError:\n        break\n"
-                             "    n += 1\nprint(n)\nraise SystemExit(1 if n < 10_000 else 0)\n")
+    program = tagged(tag) + (
+        "import os, time\nn = 0\nfor _ in range(10_000):\n    try:\n"
+        "        os.fork() or time.sleep(30)\n    except OSError:\n        break\n"
+        "    n += 1\nprint(n)\nraise SystemExit(1 if n < 10_000 else 0)\n"
+    )
     result = run_in_mode(program, mode, Limits(wall_s=10))
     left = survivors(tag, kill=True)
     assert not result.passed
@@ -169,7 +175,9 @@ def test_the_temp_dir_is_fresh_and_private(mode):
 
 def test_an_api_key_in_the_environment_is_not_visible(monkeypatch, mode):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    result = run_in_mode("import os\nprint(dict(os.environ))\nassert os.environ.get('OPENAI_API_KEY')\n", mode)
+    result = run_in_mode(
+        "import os\nprint(dict(os.environ))\nassert os.environ.get('OPENAI_API_KEY')\n", mode
+    )
     assert not result.passed and SECRET not in result.stdout + result.stderr
 
 
@@ -188,7 +196,14 @@ def test_an_api_key_cannot_be_read_from_proc_of_the_parent(mode):
         f"result = run_in_mode({program!r}, {mode!r})\nprint(result.passed, {SECRET!r} in result.stdout + result.stderr)\n"
     )
     env = {**os.environ, "ANTHROPIC_API_KEY": SECRET}
-    done = subprocess.run([sys.executable, "-c", parent], env=env, capture_output=True, check=False, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", parent],
+        env=env,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
 
@@ -209,23 +224,38 @@ def test_a_socket_to_loopback_cannot_connect(jail):
 
         waiter = threading.Thread(target=accept)
         waiter.start()
-        result = run_in_mode(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\n", jail)
+        result = run_in_mode(
+            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\n",
+            jail,
+        )
         waiter.join()
     assert not result.passed and not accepted
     assert "Errno" in result.stderr
 
 
 def test_hostile_answers_are_failed_candidates_and_grading_goes_on():
-    task = Task("t/add", 'def add(a, b):\n    """Sum."""\n', "add", "def check(f):\n    assert f(2, 3) == 5\n",
-                "    return a + b\n")  # a prompt that loads alone, as HumanEval's do (the grader runs it first)
+    task = Task(
+        "t/add",
+        'def add(a, b):\n    """Sum."""\n',
+        "add",
+        "def check(f):\n    assert f(2, 3) == 5\n",
+        "    return a + b\n",
+    )  # a prompt that loads alone, as HumanEval's do (the grader runs it first)
     grader = Grader()
-    for hostile in ["import os\nwhile True:\n    os.fork()\n", "x = 'y' * (8 << 30)\n", "print('z' * (4 << 20))\n"]:
+    for hostile in [
+        "import os\nwhile True:\n    os.fork()\n",
+        "x = 'y' * (8 << 30)\n",
+        "print('z' * (4 << 20))\n",
+    ]:
         assert not grader.passes(task, hostile)
     assert grader.passes(task, task.prompt + task.canonical_solution)
 
 
-@pytest.mark.skipif(not os.environ.get("CI"), reason="on a user's machine bubblewrap may be missing or barred "
-                    "(e.g. AppArmor's user-namespace rule); CI installs it and runs as root")
+@pytest.mark.skipif(
+    not os.environ.get("CI"),
+    reason="on a user's machine bubblewrap may be missing or barred "
+    "(e.g. AppArmor's user-namespace rule); CI installs it and runs as root",
+)
 def test_ci_uses_bubblewrap_so_a_broken_jail_cannot_hide_as_skips():
     """A change that broke bubblewrap's arguments would make its tests skip and the sandbox
     quietly fall back; in CI the strongest mode must be the one in use."""

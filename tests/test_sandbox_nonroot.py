@@ -38,14 +38,33 @@ import pytest
 
 NOBODY = 65534
 TESTS = Path(__file__).resolve().parent
-ATTACKS = ("home_file", "tmp_file", "host_processes", "umount_home", "umount_tmp", "umount_proc",
-           "parent_environ", "ptrace_parent", "network", "write_outside", "capabilities", "outlive",
-           "fork_bomb", "memory_hog", "fill_jail")
+ATTACKS = (
+    "home_file",
+    "tmp_file",
+    "host_processes",
+    "umount_home",
+    "umount_tmp",
+    "umount_proc",
+    "parent_environ",
+    "ptrace_parent",
+    "network",
+    "write_outside",
+    "capabilities",
+    "outlive",
+    "fork_bomb",
+    "memory_hog",
+    "fill_jail",
+)
 HOLDS = {  # mode → the attacks it contains (what `isolation()` claims for it; fork_bomb only
     "bwrap": set(ATTACKS),  # where `counts_processes` says so for the parent's uid)
     "namespaces": set(ATTACKS),
     "uid-drop": {"parent_environ", "ptrace_parent", "capabilities", "fork_bomb", "memory_hog"},
-    "rlimits": {"parent_environ", "ptrace_parent", "capabilities", "memory_hog"},  # see `trinity doctor`
+    "rlimits": {
+        "parent_environ",
+        "ptrace_parent",
+        "capabilities",
+        "memory_hog",
+    },  # see `trinity doctor`
 }
 # With the isolation off, only the attacks meant for each control run: a root "off" child
 # that unmounted /proc or /tmp would do it in the driver's own mount namespace.
@@ -191,8 +210,7 @@ PROGRAMS = {
         "        print(top, exc)\n"
     ),
     "memory_hog": (  # untouched pages: even with the isolation off this takes no memory
-        "blob = bytearray(2 << 30)\n"
-        "print('ALLOCATED', len(blob))\n"
+        "blob = bytearray(2 << 30)\nprint('ALLOCATED', len(blob))\n"
     ),
     "outlive": (  # children that leave the session, and the program itself, outlast the timeout?
         "import time\n"
@@ -212,11 +230,20 @@ PROGRAMS = {
 
 
 def program(attack: str, setup: dict) -> str:
-    header = "".join(f"{name} = {value!r}\n" for name, value in {
-        "HOME": setup["home"], "HOME_SECRET": setup["home"] + "/secret",
-        "TMP_SECRET": setup["tmp_plant"] + "/secret", "MARKER": setup["marker"][::-1],
-        "KEY": setup["key"][::-1], "HOST_PID": os.getpid(), "PORT": setup["port"],
-        "TARGETS": setup["targets"], "TAG": _tag(attack, setup)}.items())
+    header = "".join(
+        f"{name} = {value!r}\n"
+        for name, value in {
+            "HOME": setup["home"],
+            "HOME_SECRET": setup["home"] + "/secret",
+            "TMP_SECRET": setup["tmp_plant"] + "/secret",
+            "MARKER": setup["marker"][::-1],
+            "KEY": setup["key"][::-1],
+            "HOST_PID": os.getpid(),
+            "PORT": setup["port"],
+            "TARGETS": setup["targets"],
+            "TAG": _tag(attack, setup),
+        }.items()
+    )
     return PRELUDE + header + PROGRAMS[attack]
 
 
@@ -239,9 +266,13 @@ def drive() -> None:
             accepted.append(listener.accept())
 
     threading.Thread(target=accept, daemon=True).start()
-    setup.update(home=os.environ["HOME"], key=os.environ["TRINITY_HOSTILE_KEY"],
-                 port=listener.getsockname()[1], marker=sys.argv[-1].split("=", 1)[1],
-                 tag="t" + uuid.uuid4().hex[:10])
+    setup.update(
+        home=os.environ["HOME"],
+        key=os.environ["TRINITY_HOSTILE_KEY"],
+        port=listener.getsockname()[1],
+        marker=sys.argv[-1].split("=", 1)[1],
+        tag="t" + uuid.uuid4().hex[:10],
+    )
     mode = setup["mode"]
     if mode == "bwrap-writable":  # fill_jail's control: bubblewrap without its read-only remounts
         from trinity_cli.tasks import sandbox
@@ -271,17 +302,27 @@ def drive() -> None:
         alive = _survivors(_tag(attack, setup))
         written = [t for t in setup["targets"] if Path(t).exists()]
         escaped = {
-            "home_file": setup["home_secret"] in out, "umount_home": setup["home_secret"] in out,
-            "tmp_file": setup["tmp_secret"] in out, "umount_tmp": setup["tmp_secret"] in out,
-            "host_processes": setup["marker"] in out, "umount_proc": setup["marker"] in out,
-            "parent_environ": setup["key"] in out, "ptrace_parent": "ATTACHED" in out,
-            "network": len(accepted) > before, "write_outside": bool(written),
-            "capabilities": _holds_capabilities(out, strict_bounding=mode != "rlimits" or os.geteuid() == 0),
+            "home_file": setup["home_secret"] in out,
+            "umount_home": setup["home_secret"] in out,
+            "tmp_file": setup["tmp_secret"] in out,
+            "umount_tmp": setup["tmp_secret"] in out,
+            "host_processes": setup["marker"] in out,
+            "umount_proc": setup["marker"] in out,
+            "parent_environ": setup["key"] in out,
+            "ptrace_parent": "ATTACHED" in out,
+            "network": len(accepted) > before,
+            "write_outside": bool(written),
+            "capabilities": _holds_capabilities(
+                out, strict_bounding=mode != "rlimits" or os.geteuid() == 0
+            ),
             "outlive": bool(alive),
             "fork_bomb": "FORKED" not in out or int(out.split("FORKED")[1].split()[0]) >= 64,
-            "memory_hog": "ALLOCATED" in out, "fill_jail": "FILLED" in out,
+            "memory_hog": "ALLOCATED" in out,
+            "fill_jail": "FILLED" in out,
         }[attack]
-        evidence = out[-1500:] + (f"\nwritten on the host: {written}" if attack == "write_outside" else "")
+        evidence = out[-1500:] + (
+            f"\nwritten on the host: {written}" if attack == "write_outside" else ""
+        )
         return attack, [escaped, evidence + (f"\nstill alive: {alive}" if alive else "")]
 
     with ThreadPoolExecutor(max_workers=3) as pool:  # `network` counts connections: one at a time
@@ -304,17 +345,39 @@ def _run(mode: str, source: str, setup: dict, wall_s: float) -> str:
         result = run_in_mode(source, mode, Limits(wall_s=wall_s))
         return result.stdout + result.stderr
     command = [python, "-I", "candidate.py"]  # "off": a plain child of this dumpable process
-    if mode == "weak":  # the jail of the previous release: mounts made by a process that keeps its caps
+    if (
+        mode == "weak"
+    ):  # the jail of the previous release: mounts made by a process that keeps its caps
         user = ["--user", "--map-root-user"] if os.geteuid() else []
         jail = 'mount -t tmpfs none "$HOME" && mount -t tmpfs none /tmp && mkdir /tmp/work && cd /tmp/work && exec "$0" -I -c "$1"'
-        command = ["unshare", *user, "--pid", "--fork", "--kill-child", "--mount", "--net", "--mount-proc",
-                   "sh", "-c", jail, python, source]
+        command = [
+            "unshare",
+            *user,
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount",
+            "--net",
+            "--mount-proc",
+            "sh",
+            "-c",
+            jail,
+            python,
+            source,
+        ]
     with tempfile.TemporaryDirectory() as work:
         Path(work, "candidate.py").write_text(source)
         with open(Path(work, "out"), "w+") as out:  # a file, not a pipe: children may keep it open
             try:
-                subprocess.run(command, cwd=work, env={"PATH": "/usr/bin:/bin", "HOME": setup["home"]},
-                               stdout=out, stderr=out, timeout=wall_s, check=False)
+                subprocess.run(
+                    command,
+                    cwd=work,
+                    env={"PATH": "/usr/bin:/bin", "HOME": setup["home"]},
+                    stdout=out,
+                    stderr=out,
+                    timeout=wall_s,
+                    check=False,
+                )
             except subprocess.TimeoutExpired:
                 pass
             out.seek(0)
@@ -328,19 +391,25 @@ def _survivors(tag: str) -> list[int]:
         try:
             named = entry.name.isdigit() and (entry / "comm").read_text().strip() == tag
             if named and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(int(entry.name))
-                    os.kill(int(entry.name), 9)
+                found.append(int(entry.name))
+                os.kill(int(entry.name), 9)
         except (OSError, IndexError):
             pass
     return found
 
 
 def _holds_capabilities(out: str, strict_bounding: bool) -> bool:
-    fields = dict(line.split(":", 1) for line in out.splitlines() if line.startswith(("Cap", "NoNewPrivs")))
+    fields = dict(
+        line.split(":", 1) for line in out.splitlines() if line.startswith(("Cap", "NoNewPrivs"))
+    )
     if "CapEff" not in fields:
         return True  # no report at all: count it against the mode
     held = any(int(fields[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb"))
-    return held or (strict_bounding and int(fields["CapBnd"], 16) != 0) or fields["NoNewPrivs"].strip() != "1"
+    return (
+        held
+        or (strict_bounding and int(fields["CapBnd"], 16) != 0)
+        or fields["NoNewPrivs"].strip() != "1"
+    )
 
 
 # --- the launcher: a private mount namespace, then the driver as root or as uid 65534 ---------
@@ -366,7 +435,11 @@ def _blocked() -> list[str]:
     for path in _needed():
         for directory in [*reversed(Path(path).parents), Path(path)]:
             info = directory.stat()
-            if stat.S_ISDIR(info.st_mode) and not info.st_mode & stat.S_IXOTH and info.st_uid != NOBODY:
+            if (
+                stat.S_ISDIR(info.st_mode)
+                and not info.st_mode & stat.S_IXOTH
+                and info.st_uid != NOBODY
+            ):
                 blocked.add(str(directory))
     return sorted(blocked, key=lambda p: (p.count("/"), p))
 
@@ -383,16 +456,21 @@ def _area() -> str:
 def _launcher(parent: str, area: str) -> str:
     """sh: plant the home, open the blocked directories, become the parent, start the driver."""
     q = shlex.quote
-    lines = ["set -e", f"mount -t tmpfs -o mode=0755 trinity-hostile {q(area)}",
-             f'mkdir -m 0755 {q(area)}/hostile && printf %s "$1" > {q(area)}/hostile/secret',
-             f"chmod 0644 {q(area)}/hostile/secret && mkdir -m 0777 {q(area)}/hostile/w {q(area)}/elsewhere",
-             f"chmod 0777 {q(area)}/hostile/w {q(area)}/elsewhere && mkdir -m 0700 {q(area)}/.hold"]
+    lines = [
+        "set -e",
+        f"mount -t tmpfs -o mode=0755 trinity-hostile {q(area)}",
+        f'mkdir -m 0755 {q(area)}/hostile && printf %s "$1" > {q(area)}/hostile/secret',
+        f"chmod 0644 {q(area)}/hostile/secret && mkdir -m 0777 {q(area)}/hostile/w {q(area)}/elsewhere",
+        f"chmod 0777 {q(area)}/hostile/w {q(area)}/elsewhere && mkdir -m 0700 {q(area)}/.hold",
+    ]
     if parent == "nobody":
         lines.append(f"chown -R {NOBODY}:{NOBODY} {q(area)}/hostile")
     for number, directory in enumerate(_blocked()):
         hold = f"{area}/.hold/{number}"
-        lines += [f"mkdir {q(hold)} && mount --bind {q(directory)} {q(hold)}",
-                  f"mount -t tmpfs -o mode=0755 trinity-open {q(directory)}"]
+        lines += [
+            f"mkdir {q(hold)} && mount --bind {q(directory)} {q(hold)}",
+            f"mount -t tmpfs -o mode=0755 trinity-open {q(directory)}",
+        ]
         for entry in sorted(os.listdir(directory)):
             source, target = os.path.join(hold, entry), os.path.join(directory, entry)
             if os.path.islink(target):
@@ -401,11 +479,19 @@ def _launcher(parent: str, area: str) -> str:
                 lines.append(f"mkdir {q(target)} && mount --rbind {q(source)} {q(target)}")
             elif os.path.isfile(target):
                 lines.append(f": > {q(target)} && mount --bind {q(source)} {q(target)}")
-    become = f"setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups -- " if parent == "nobody" else ""
-    boot = (f"import sys; sys.path[:0] = {_import_path()!r}; "
-            "import test_sandbox_nonroot as t; t.drive()")
-    lines.append(f'exec {become}env -i HOME={q(area)}/hostile PATH=/usr/bin:/bin TRINITY_HOSTILE_KEY="$2" '
-                 f'{q(sys.executable)} -I -c {q(boot)} "--hostile-marker=$3"')
+    become = (
+        f"setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups -- "
+        if parent == "nobody"
+        else ""
+    )
+    boot = (
+        f"import sys; sys.path[:0] = {_import_path()!r}; "
+        "import test_sandbox_nonroot as t; t.drive()"
+    )
+    lines.append(
+        f'exec {become}env -i HOME={q(area)}/hostile PATH=/usr/bin:/bin TRINITY_HOSTILE_KEY="$2" '
+        f'{q(sys.executable)} -I -c {q(boot)} "--hostile-marker=$3"'
+    )
     return "\n".join(lines)
 
 
@@ -419,22 +505,34 @@ MODES_TRIED = ("bwrap", "namespaces", "uid-drop", "rlimits")
 def plants():
     """World-readable secrets and world-writable directories where only a jail protects them."""
     if os.geteuid() != 0:
-        pytest.skip("the drivers are set up by root (CI runs as root); as a user, run `trinity "
-                    "doctor` and tests/test_sandbox.py, which attack the mode in use as you")
+        pytest.skip(
+            "the drivers are set up by root (CI runs as root); as a user, run `trinity "
+            "doctor` and tests/test_sandbox.py, which attack the mode in use as you"
+        )
     for tool in ("unshare", "setpriv", "mount"):
         if shutil.which(tool) is None:
             pytest.skip(f"no `{tool}` command (util-linux)")
-    made = [Path(tempfile.mkdtemp(prefix="trinity-hostile-", dir=d)) for d in ("/tmp", "/var/tmp", "/dev/shm")]
+    made = [
+        Path(tempfile.mkdtemp(prefix="trinity-hostile-", dir=d))
+        for d in ("/tmp", "/var/tmp", "/dev/shm")
+    ]
     try:
         for directory in made:
             directory.chmod(0o777)
-        secrets = {name: f"trinity-{name}-{uuid.uuid4().hex}" for name in ("home", "tmp", "key", "marker")}
+        secrets = {
+            name: f"trinity-{name}-{uuid.uuid4().hex}" for name in ("home", "tmp", "key", "marker")
+        }
         (made[0] / "secret").write_text(secrets["tmp"])
         (made[0] / "secret").chmod(0o644)
         (made[0] / "w").mkdir(mode=0o777)
         (made[0] / "w").chmod(0o777)
-        yield {"secrets": secrets, "tmp_plant": str(made[0]), "area": _area(),
-               "writable": [str(made[0] / "w"), str(made[1]), str(made[2])], "runs": {}}
+        yield {
+            "secrets": secrets,
+            "tmp_plant": str(made[0]),
+            "area": _area(),
+            "writable": [str(made[0] / "w"), str(made[1]), str(made[2])],
+            "runs": {},
+        }
     finally:
         for directory in made:
             shutil.rmtree(directory, ignore_errors=True)
@@ -445,20 +543,45 @@ def outcomes(plants: dict, parent: str, mode: str) -> dict:
     if (parent, mode) not in plants["runs"]:
         area, secrets = plants["area"], plants["secrets"]
         attacks = [a for a in ATTACKS if mode in MODES_TRIED or CONTROL[a] == mode]
-        setup = {"mode": mode, "attacks": attacks, "tmp_plant": plants["tmp_plant"],
-                 "home_secret": secrets["home"], "tmp_secret": secrets["tmp"],
-                 "targets": [f"{d}/escaped-{mode}" for d in
-                             [f"{area}/hostile/w", f"{area}/elsewhere", *plants["writable"]]]}
-        done = subprocess.run(["unshare", "--mount", "--", "sh", "-c", _launcher(parent, area), "sh",
-                               secrets["home"], secrets["key"], secrets["marker"]],
-                              input=json.dumps(setup), capture_output=True, text=True, timeout=300, check=False)
+        setup = {
+            "mode": mode,
+            "attacks": attacks,
+            "tmp_plant": plants["tmp_plant"],
+            "home_secret": secrets["home"],
+            "tmp_secret": secrets["tmp"],
+            "targets": [
+                f"{d}/escaped-{mode}"
+                for d in [f"{area}/hostile/w", f"{area}/elsewhere", *plants["writable"]]
+            ],
+        }
+        done = subprocess.run(
+            [
+                "unshare",
+                "--mount",
+                "--",
+                "sh",
+                "-c",
+                _launcher(parent, area),
+                "sh",
+                secrets["home"],
+                secrets["key"],
+                secrets["marker"],
+            ],
+            input=json.dumps(setup),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
             pytest.fail(f"the {parent} driver ({mode}) failed: {done.stderr[-3000:]}")
         plants["runs"][parent, mode] = json.loads(lines[-1])
     result = plants["runs"][parent, mode]
     if "unavailable" in result:
-        pytest.skip(f"mode {mode!r} does not work here for a {parent} parent: {result['unavailable']}")
+        pytest.skip(
+            f"mode {mode!r} does not work here for a {parent} parent: {result['unavailable']}"
+        )
     return result
 
 
@@ -472,7 +595,9 @@ def test_the_attack_is_contained(plants, parent, mode, attack):
         pytest.skip("uid-drop is a root-only mode")
     found = outcomes(plants, parent, mode)
     if attack == "fork_bomb" and not found["counts_processes"]:
-        pytest.skip(f"{mode!r} has no process-count limit for a {parent} parent here (see `trinity doctor`)")
+        pytest.skip(
+            f"{mode!r} has no process-count limit for a {parent} parent here (see `trinity doctor`)"
+        )
     escaped, evidence = found[attack]
     assert not escaped, evidence
 
@@ -483,9 +608,13 @@ def test_the_attack_escapes_with_the_isolation_off(plants, parent, attack):
     """The same program, judged the same way, does escape without the isolation: the check
     above can see an escape."""
     if attack == "fill_jail" and parent == "root":
-        pytest.skip("as root the jail's root and /dev belong to root, not to the candidate (uid 65534)")
+        pytest.skip(
+            "as root the jail's root and /dev belong to root, not to the candidate (uid 65534)"
+        )
     if attack == "ptrace_parent" and _yama() > 0:
-        pytest.skip(f"Yama ptrace_scope={_yama()} forbids a child to trace its parent even with the isolation off")
+        pytest.skip(
+            f"Yama ptrace_scope={_yama()} forbids a child to trace its parent even with the isolation off"
+        )
     escaped, evidence = outcomes(plants, parent, CONTROL[attack])[attack]
     assert escaped, evidence
 

@@ -39,13 +39,17 @@ def test_doctest_examples_are_found_and_judge_answers():
 
 def test_a_test_file_runs_asserts_and_test_functions(tmp_path):
     path = tmp_path / "tests.py"
-    path.write_text("assert add(1, 1) == 2\n\ndef test_negative():\n    assert add(-2, -3) == -5\n\n"
-                    "def test_big():\n    assert add(10**20, 1) == 10**20 + 1\n")
+    path.write_text(
+        "assert add(1, 1) == 2\n\ndef test_negative():\n    assert add(-2, -3) == -5\n\n"
+        "def test_big():\n    assert add(10**20, 1) == 10**20 + 1\n"
+    )
     suite = suite_from_file(path)
     assert suite.count == 2  # the test functions; the module's asserts must pass for any to run
     assert suite.run("def add(a, b):\n    return a + b\n").passed
     half = suite.run("def add(a, b):\n    return a + b if a > 0 else 0\n")
-    assert not half.passed and "test_negative failed" in half.summary and "1/2 passed" in half.summary
+    assert (
+        not half.passed and "test_negative failed" in half.summary and "1/2 passed" in half.summary
+    )
     assert not suite.run("import sys\nsys.exit(0)\n").passed  # exiting early is not passing
 
 
@@ -55,11 +59,15 @@ def test_a_test_file_counts_its_test_functions_or_one_for_asserts_only(tmp_path)
     assert suite_from_file(path).count == 1
     path.write_text("assert add(1, 1) == 2\nassert add(0, 0) == 0\n")
     suite = suite_from_file(path)
-    assert suite.count == 1 and "1/1 passed" in suite.run("def add(a, b):\n    return a + b\n").summary
+    assert (
+        suite.count == 1 and "1/1 passed" in suite.run("def add(a, b):\n    return a + b\n").summary
+    )
 
 
-@pytest.mark.parametrize("content,fragment", [(None, "not found"), ("", "is empty"), ("def (:\n", "tests.py:1"),
-                                              (b"\xff\xfe", "not UTF-8")])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [(None, "not found"), ("", "is empty"), ("def (:\n", "tests.py:1"), (b"\xff\xfe", "not UTF-8")],
+)
 def test_bad_test_files_are_usage_errors(tmp_path, content, fragment):
     path = tmp_path / "tests.py"
     if isinstance(content, bytes):
@@ -73,8 +81,14 @@ def test_bad_test_files_are_usage_errors(tmp_path, content, fragment):
 def run(scripts, plan, max_turns):
     pool = [Agent("a0", ScriptedProvider(list(scripts)), 100)]
     problem = Problem.from_markdown(PROBLEM_TEXT)
-    return run_episode(problem, pool, CountingCoordinator(), ScriptedPolicy(tuple(plan), n_agents=1),
-                       max_turns=max_turns, check=suite_from_problem(PROBLEM_TEXT).run), pool[0].provider
+    return run_episode(
+        problem,
+        pool,
+        CountingCoordinator(),
+        ScriptedPolicy(tuple(plan), n_agents=1),
+        max_turns=max_turns,
+        check=suite_from_problem(PROBLEM_TEXT).run,
+    ), pool[0].provider
 
 
 def test_an_accept_of_a_failing_answer_is_overruled_and_the_loop_goes_on():
@@ -98,10 +112,18 @@ def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():
         return suite_from_problem(PROBLEM_TEXT).run(answer)
 
     provider = ScriptedProvider([BROKEN, ACCEPT, RIGHT, ACCEPT])
-    result = run_episode(Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
-                         ScriptedPolicy(((0, W), (0, V), (0, W), (0, V))), max_turns=4, check=check)
+    result = run_episode(
+        Problem.from_markdown(PROBLEM_TEXT),
+        [Agent("a", provider, 100)],
+        CountingCoordinator(),
+        ScriptedPolicy(((0, W), (0, V), (0, W), (0, V))),
+        max_turns=4,
+        check=check,
+    )
     assert result.verdict == "accepted" and len(result.turns) == 4
-    assert ran == [RIGHT.split("\n", 1)[1].removesuffix("```")]  # the broken answer was never executed
+    assert ran == [
+        RIGHT.split("\n", 1)[1].removesuffix("```")
+    ]  # the broken answer was never executed
     assert "[syntax check: the answer does not parse]" in provider.requests[2].user
     assert "SyntaxError" in provider.requests[2].user
 
@@ -109,16 +131,26 @@ def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():
 @pytest.mark.parametrize("reply", [BROKEN, "I would use a loop over the items."])
 def test_a_final_answer_that_does_not_parse_is_tests_failed_even_without_tests(reply):
     provider = ScriptedProvider([reply, ACCEPT])
-    result = run_episode(Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
-                         ScriptedPolicy(((0, W), (0, V))), max_turns=2)
+    result = run_episode(
+        Problem.from_markdown(PROBLEM_TEXT),
+        [Agent("a", provider, 100)],
+        CountingCoordinator(),
+        ScriptedPolicy(((0, W), (0, V))),
+        max_turns=2,
+    )
     assert result.verdict == "tests_failed" and result.verifier_verdict == "accept"
     assert result.check.source == "syntax" and not result.check.passed
 
 
 def test_a_parsing_answer_without_tests_is_the_verifiers_call():
     provider = ScriptedProvider([WRONG, ACCEPT])
-    result = run_episode(Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
-                         ScriptedPolicy(((0, W), (0, V))), max_turns=2)
+    result = run_episode(
+        Problem.from_markdown(PROBLEM_TEXT),
+        [Agent("a", provider, 100)],
+        CountingCoordinator(),
+        ScriptedPolicy(((0, W), (0, V))),
+        max_turns=2,
+    )
     assert result.verdict == "accepted" and result.check is None
 
 
@@ -127,35 +159,97 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
     try:
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         (workdir / "pool.toml").write_text(
-            f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\n')
+            f'[[agents]]\nname="srv"\nprovider="openai"\nmodel="m"\nbase_url="{server.url}/v1"\n'
+        )
         (workdir / "add.md").write_text(PROBLEM_TEXT)
-        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--json")
+        result = trinity(
+            "solve",
+            "add.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "3",
+            "--json",
+        )
         assert result.returncode == 6, result.stderr
         report = json.loads(result.stdout)
         assert report["verdict"] == "tests_failed" and report["verifier_verdict"] == "accept"
-        assert report["tests"]["source"] == "problem examples" and report["tests"]["passed"] is False
+        assert (
+            report["tests"]["source"] == "problem examples" and report["tests"]["passed"] is False
+        )
         assert "0/2 passed" in report["tests"]["summary"]
-        assert "problem examples FAILED" in result.stderr  # the check line names the source the JSON names
+        assert (
+            "problem examples FAILED" in result.stderr
+        )  # the check line names the source the JSON names
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
-        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--jsonl", "-q")
+        result = trinity(
+            "solve",
+            "add.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "3",
+            "--jsonl",
+            "-q",
+        )
         events = [json.loads(line) for line in result.stdout.splitlines()]
         [check] = [e for e in events if e["event"] == "check"]
-        assert check["source"] == events[-1]["tests"]["source"] == "problem examples" and check["passed"] is False
+        assert (
+            check["source"] == events[-1]["tests"]["source"] == "problem examples"
+            and check["passed"] is False
+        )
 
         (workdir / "tests.py").write_text("def test_add():\n    assert add(2, 2) == 4\n")
         server.responses += [openai_stream(s) for s in ["plan", RIGHT, ACCEPT]]
-        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
-                         "--tests", "tests.py")
+        result = trinity(
+            "solve",
+            "add.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "3",
+            "--tests",
+            "tests.py",
+        )
         assert result.returncode == 0, result.stderr
         assert "return a + b" in result.stdout and "tests.py passed" in result.stderr
 
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
-        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3", "--no-tests", "-q")
-        assert result.returncode == 0 and "a * b" in result.stdout  # no check: the Verifier decides alone
+        result = trinity(
+            "solve",
+            "add.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "3",
+            "--no-tests",
+            "-q",
+        )
+        assert (
+            result.returncode == 0 and "a * b" in result.stdout
+        )  # no check: the Verifier decides alone
 
         server.responses += [openai_stream(s) for s in ["plan", BROKEN, ACCEPT]]
-        result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
-                         "--no-tests", "--json")
+        result = trinity(
+            "solve",
+            "add.md",
+            "--pool",
+            "pool.toml",
+            "--weights",
+            "none",
+            "--max-turns",
+            "3",
+            "--no-tests",
+            "--json",
+        )
         assert result.returncode == 6, result.stderr  # even with --no-tests, an answer must parse
         report = json.loads(result.stdout)
         assert report["verdict"] == "tests_failed" and report["verifier_verdict"] == "accept"

@@ -14,8 +14,14 @@ from trinity_cli.providers.sim import SimProvider, right_solution, wrong_solutio
 from trinity_cli.tasks.grading import Grader, run_check
 from trinity_cli.tasks.taskset import Task, load_humaneval, read_jsonl, select_split
 
-TASK = Task("t/add", "def add(a, b):\n    \"\"\"Sum.\"\"\"\n", "add",
-            "def check(f):\n    assert f(2, 3) == 5\n    assert f(-1, 1) == 0\n", "    return a + b\n", ("math",))
+TASK = Task(
+    "t/add",
+    'def add(a, b):\n    """Sum."""\n',
+    "add",
+    "def check(f):\n    assert f(2, 3) == 5\n    assert f(-1, 1) == 0\n",
+    "    return a + b\n",
+    ("math",),
+)
 
 
 def test_humaneval_has_164_tagged_tasks_and_a_fixed_split():
@@ -30,9 +36,15 @@ def test_humaneval_has_164_tagged_tasks_and_a_fixed_split():
 
 @pytest.mark.parametrize(
     "line,fragment",
-    [("{not json", "not valid JSON"), ('["a"]', "must be a JSON object"),
-     ('{"task_id": "x", "prompt": "p", "entry_point": "f"}', "field 'test' is missing"),
-     ('{"task_id": "x", "prompt": "p", "entry_point": "f", "test": "t", "tags": "math"}', "'tags' must be a list")],
+    [
+        ("{not json", "not valid JSON"),
+        ('["a"]', "must be a JSON object"),
+        ('{"task_id": "x", "prompt": "p", "entry_point": "f"}', "field 'test' is missing"),
+        (
+            '{"task_id": "x", "prompt": "p", "entry_point": "f", "test": "t", "tags": "math"}',
+            "'tags' must be a list",
+        ),
+    ],
 )
 def test_a_malformed_task_line_names_file_and_line(tmp_path, line, fragment):
     path = tmp_path / "tasks.jsonl"
@@ -64,7 +76,9 @@ def test_grader_caches_by_task_and_answer(tmp_path):
 def sim_agent(**skills):
     pool = parse_pool(
         '[[agents]]\nname="s"\nprovider="sim"\nmodel="sim"\nverifier_accuracy=1.0\nthinker_boost=0.0\n'
-        f"skills = {{ {', '.join(f'{k} = {v}' for k, v in skills.items())} }}\n", "p.toml")
+        f"skills = {{ {', '.join(f'{k} = {v}' for k, v in skills.items())} }}\n",
+        "p.toml",
+    )
     return SimProvider(pool.agents[0], {TASK.task_id: TASK})
 
 
@@ -96,20 +110,38 @@ def test_sim_verifier_with_full_accuracy_tells_the_truth():
 def test_sim_keys_are_rejected_for_real_providers():
     from trinity_cli.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="applies to provider \"sim\" only"):
-        parse_pool('[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nskills={ math = 0.5 }\n', "p.toml")
+    with pytest.raises(ConfigError, match='applies to provider "sim" only'):
+        parse_pool(
+            '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\nskills={ math = 0.5 }\n', "p.toml"
+        )
 
 
 def test_humaneval_carries_ldb_visible_tests():
     tasks = load_humaneval()
-    assert all(t.visible_tests and all(v.startswith("assert ") for v in t.visible_tests) for t in tasks)
+    assert all(
+        t.visible_tests and all(v.startswith("assert ") for v in t.visible_tests) for t in tasks
+    )
     assert all(t.entry_point in " ".join(t.visible_tests) for t in tasks)
 
 
 def test_a_task_line_may_have_no_tests_and_visible_tests(tmp_path):
     path = tmp_path / "tasks.jsonl"
-    lines = [{"task_id": "a", "prompt": "p", "entry_point": "f", "test": "", "visible_tests": ["assert f() == 1"]},
-             {"task_id": "b", "prompt": "p", "entry_point": "f", "test": "t", "visible_tests": "assert f()"}]
+    lines = [
+        {
+            "task_id": "a",
+            "prompt": "p",
+            "entry_point": "f",
+            "test": "",
+            "visible_tests": ["assert f() == 1"],
+        },
+        {
+            "task_id": "b",
+            "prompt": "p",
+            "entry_point": "f",
+            "test": "t",
+            "visible_tests": "assert f()",
+        },
+    ]
     path.write_text(json.dumps(lines[0]) + "\n")
     (task,) = read_jsonl(path)
     assert not task.has_tests and task.visible_tests == ("assert f() == 1",)

@@ -44,8 +44,14 @@ def sim(tmp_path_factory, memo):
     train_split = select_split(tasks, "train")
     fit, validation = validation_slice(train_split)
     return {
-        "root": root, "pool": pool, "tasks": tasks, "coordinator": memo,
-        "train": train_split, "fit": fit, "validation": validation, "test": select_split(tasks, "test"),
+        "root": root,
+        "pool": pool,
+        "tasks": tasks,
+        "coordinator": memo,
+        "train": train_split,
+        "fit": fit,
+        "validation": validation,
+        "test": select_split(tasks, "test"),
         "few": train_split[:36],  # what the run mechanics (resume, caches, budget) are tested on
         "grader": Grader(root / "grades.sqlite"),
     }
@@ -59,8 +65,17 @@ def agents_for(sim, store_name="responses.sqlite"):
 def scored_on_test(sim, coordinator, name):
     """Train on the fit part of the train split at the settings chosen on its validation slice;
     score the test split, once."""
-    return train_and_score(sim["pool"], sim["tasks"], sim["fit"], sim["test"], coordinator, sim["grader"],
-                           chosen_settings(), sim["root"] / f"{name}.ckpt", ResponseStore(sim["root"] / "responses.sqlite"))
+    return train_and_score(
+        sim["pool"],
+        sim["tasks"],
+        sim["fit"],
+        sim["test"],
+        coordinator,
+        sim["grader"],
+        chosen_settings(),
+        sim["root"] / f"{name}.ckpt",
+        ResponseStore(sim["root"] / "responses.sqlite"),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -75,14 +90,22 @@ def permuted(sim):
 
 def test_the_settings_were_chosen_on_the_validation_slice_of_the_train_split(sim):
     chosen = json.loads(SETTINGS_FILE.read_text())
-    assert chosen["fit_tasks"] == len(sim["fit"]) and chosen["validation_tasks"] == len(sim["validation"])
-    assert not {t.task_id for t in sim["fit"] + sim["validation"]} & {t.task_id for t in sim["test"]}
+    assert chosen["fit_tasks"] == len(sim["fit"]) and chosen["validation_tasks"] == len(
+        sim["validation"]
+    )
+    assert not {t.task_id for t in sim["fit"] + sim["validation"]} & {
+        t.task_id for t in sim["test"]
+    }
     grid = chosen["grid"]
-    best = max(grid, key=lambda r: (r["margin_vs_best_single_se"], -grid.index(r)))  # ties: the first
+    best = max(
+        grid, key=lambda r: (r["margin_vs_best_single_se"], -grid.index(r))
+    )  # ties: the first
     assert chosen["chosen"] == best["settings"] == asdict(chosen_settings())
 
 
-def test_trained_head_beats_random_and_the_permuted_control_on_held_out_tasks(trained, permuted, sim):
+def test_trained_head_beats_random_and_the_permuted_control_on_held_out_tasks(
+    trained, permuted, sim
+):
     assert trained["report"]["tasks"] == len(sim["test"]) >= 40
     rows = trained["rows"]
     assert trained["margin_vs_random"] >= 2
@@ -104,12 +127,17 @@ def test_the_permuted_control_reads_real_states_of_other_tasks(sim):
     control = PermutedCoordinator(sim["coordinator"], sim["tasks"])
     assert all(control.swap[t.task_id] != t.problem for t in sim["tasks"])
     state = control.encode(Transcript(sim["test"][0].problem)).hidden
-    assert not np.array_equal(state, sim["coordinator"].encode(Transcript(sim["test"][0].problem)).hidden)
+    assert not np.array_equal(
+        state, sim["coordinator"].encode(Transcript(sim["test"][0].problem)).hidden
+    )
 
 
 def test_tags_can_be_read_from_hidden_states_with_a_linear_probe(sim):
     def states(tasks):
-        return np.asarray([sim["coordinator"].encode(Transcript(t.problem)).hidden for t in tasks], dtype=np.float64)
+        return np.asarray(
+            [sim["coordinator"].encode(Transcript(t.problem)).hidden for t in tasks],
+            dtype=np.float64,
+        )
 
     labels = sorted({t.tags[0] for t in sim["tasks"]})
     xtr, xte = states(sim["train"]), states(sim["test"])
@@ -123,26 +151,36 @@ def test_tags_can_be_read_from_hidden_states_with_a_linear_probe(sim):
     assert (predicted == truth).mean() > majority + 0.1
 
 
-SMALL = TrainSettings(generations=6, popsize=6, sigma0=0.3, batch_size=8, seed=3, max_turns=2, project=8)
+SMALL = TrainSettings(
+    generations=6, popsize=6, sigma0=0.3, batch_size=8, seed=3, max_turns=2, project=8
+)
 
 
 def test_resume_reaches_the_same_head_as_an_uninterrupted_run(sim):
     agents, _ = agents_for(sim)
-    whole = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "whole.ckpt")
+    whole = train(
+        sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "whole.ckpt"
+    )
     ckpt = sim["root"] / "parts.ckpt"
     first = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, stop_after=3)
     assert len(first.history) == 3
     resumed = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, resume=True)
     assert resumed.history == whole.history
-    assert np.array_equal(resumed.head.weights, whole.head.weights)  # exact: same floats, same order
+    assert np.array_equal(
+        resumed.head.weights, whole.head.weights
+    )  # exact: same floats, same order
 
 
 def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
     agents, store = agents_for(sim, "fresh-responses.sqlite")
-    first = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c1.ckpt")
+    first = train(
+        sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c1.ckpt"
+    )
     assert store.stats.misses > 0
     agents, store = agents_for(sim, "fresh-responses.sqlite")
-    second = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c2.ckpt")
+    second = train(
+        sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, sim["root"] / "c2.ckpt"
+    )
     assert store.stats.misses == 0 and store.stats.hits > 0
     assert np.array_equal(first.head.weights, second.head.weights)
     assert second.spent_usd == pytest.approx(first.spent_usd)  # fitness uses the recorded cost
@@ -150,16 +188,24 @@ def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
 
 def test_budget_stops_between_generations_without_a_partial_tell(sim):
     agents, _ = agents_for(sim)
-    exploring = replace(SMALL, sigma0=5.0)  # candidates far from the start: many turns not made before
-    unlimited = train(sim["few"], agents, sim["coordinator"], sim["grader"], exploring, sim["root"] / "free.ckpt")
+    exploring = replace(
+        SMALL, sigma0=5.0
+    )  # candidates far from the start: many turns not made before
+    unlimited = train(
+        sim["few"], agents, sim["coordinator"], sim["grader"], exploring, sim["root"] / "free.ckpt"
+    )
     searched = unlimited.spent_usd - unlimited.start.spent_usd
-    assert searched > 0.05  # the search's own new turns: ten times any one call's worst case and more
+    assert (
+        searched > 0.05
+    )  # the search's own new turns: ten times any one call's worst case and more
     settings = replace(exploring, budget_usd=unlimited.start.spent_usd + searched / 2)
     ckpt = sim["root"] / "budget.ckpt"
     result = train(sim["few"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
     assert result.stopped_for_budget
     assert result.spent_usd <= settings.budget_usd
-    assert 1 <= len(result.history) < settings.generations  # it stopped in the search, after a whole generation
+    assert (
+        1 <= len(result.history) < settings.generations
+    )  # it stopped in the search, after a whole generation
     state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["few"]]})
     assert state["generation"] == len(result.history) == state["optimizer"].generation
 
@@ -187,10 +233,19 @@ def test_workers_overlap_remote_calls_and_leave_the_result_unchanged(sim, tmp_pa
         server = WireServer()
         try:
             server.responses += [replace(openai_stream(reply), delay_s=0.3) for _ in range(24)]
-            specs = [AgentSpec(name, "openai", "m", base_url=server.url + "/v1") for name in ("a", "b")]
+            specs = [
+                AgentSpec(name, "openai", "m", base_url=server.url + "/v1") for name in ("a", "b")
+            ]
             agents = build_agents(specs, sim["tasks"])
-            result = train(sim["train"][:3], agents, sim["coordinator"], sim["grader"], settings,
-                           tmp_path / f"w{workers}.ckpt", workers=workers)
+            result = train(
+                sim["train"][:3],
+                agents,
+                sim["coordinator"],
+                sim["grader"],
+                settings,
+                tmp_path / f"w{workers}.ckpt",
+                workers=workers,
+            )
         finally:
             server.close()
         heads[workers], in_flight[workers] = result.head.weights, server.max_in_flight

@@ -38,7 +38,9 @@ from trinity_cli.train.runner import LocalRunner, Players
 from trinity_cli.train.universal import input_space, measure_profiles, train_universal
 
 # fixed before any run on this record: the recorded pools' starting settings, one Worker pick
-SETTINGS = TrainSettings(generations=30, popsize=8, sigma0=0.3, batch_size=32, seed=0, max_turns=1, project=4)
+SETTINGS = TrainSettings(
+    generations=30, popsize=8, sigma0=0.3, batch_size=32, seed=0, max_turns=1, project=4
+)
 CALIBRATION = 40
 
 
@@ -51,27 +53,54 @@ def universal(tmp_path_factory, memo):
     train, test = select_split(tasks, "train"), select_split(tasks, "test")
     calibration = calibration_tasks(train, CALIBRATION)
     grader = Grader(root / "grades.sqlite")
-    trained = train_universal(train, build_agents(load_pool(str(train_pool)).agents, tasks), calibration, memo,
-                              grader, SETTINGS, root / "universal.ckpt", pool_sizes=(2, 3))
+    trained = train_universal(
+        train,
+        build_agents(load_pool(str(train_pool)).agents, tasks),
+        calibration,
+        memo,
+        grader,
+        SETTINGS,
+        root / "universal.ckpt",
+        pool_sizes=(2, 3),
+    )
     others = build_agents(load_pool(str(other_pool)).agents, tasks)
     measured = measure_profiles(others, calibration, memo, trained.head, grader)
     profiles = np.array([p.vector() for p in measured])
 
     def scored(rows_of):
-        report = evaluate(test, others, [HeadUnderTest("universal", trained.head.for_pool(rows_of), memo)], grader,
-                          max_turns=1)
+        report = evaluate(
+            test,
+            others,
+            [HeadUnderTest("universal", trained.head.for_pool(rows_of), memo)],
+            grader,
+            max_turns=1,
+        )
         rows = {r.policy: r for r in report.pop("_rows")}
         return rows, paired_margin(rows["universal"].passes, rows[report["best_single"]].passes)
 
-    return {"root": root, "memo": memo, "tasks": tasks, "test": test, "calibration": calibration, "trained": trained,
-            "train_pool": train_pool, "other_pool": other_pool, "measured": measured, "profiles": profiles, "grader": grader,
-            "routed": scored(profiles), "shuffled": scored(profiles[[1, 2, 0]])}
+    return {
+        "root": root,
+        "memo": memo,
+        "tasks": tasks,
+        "test": test,
+        "calibration": calibration,
+        "trained": trained,
+        "train_pool": train_pool,
+        "other_pool": other_pool,
+        "measured": measured,
+        "profiles": profiles,
+        "grader": grader,
+        "routed": scored(profiles),
+        "shuffled": scored(profiles[[1, 2, 0]]),
+    }
 
 
 def test_a_universal_head_routes_a_pool_of_unseen_agents_from_their_profiles(universal):
     rows, margin = universal["routed"]
     assert len(universal["test"]) >= 30
-    assert max(rows[f"single:{m}"].pass_at_1 for m in OTHER_MODELS) <= 0.75  # no single agent solves it
+    assert (
+        max(rows[f"single:{m}"].pass_at_1 for m in OTHER_MODELS) <= 0.75
+    )  # no single agent solves it
     assert margin >= 2, {name: row.pass_at_1 for name, row in rows.items()}
 
 
@@ -103,16 +132,28 @@ def test_the_start_plays_loop_of_the_best_agent_by_profile_on_any_pool(universal
     never returns a head that scores below its start on the training tasks."""
     train = select_split(universal["tasks"], "train")
     pool = build_agents(load_pool(str(universal["train_pool"])).agents, universal["tasks"])
-    start = input_space(train, pool, universal["memo"], SETTINGS.project, skill_weight=0.0, max_turns=3)
-    assert start.basis.tobytes() == universal["trained"].head.basis.tobytes()  # the space profiles were measured in
+    start = input_space(
+        train, pool, universal["memo"], SETTINGS.project, skill_weight=0.0, max_turns=3
+    )
+    assert (
+        start.basis.tobytes() == universal["trained"].head.basis.tobytes()
+    )  # the space profiles were measured in
     others = build_agents(load_pool(str(universal["other_pool"])).agents, universal["tasks"])
     best = OTHER_MODELS[int(np.argmax([p.pass_rate for p in universal["measured"]]))]
     test = universal["test"][:12]
-    report = evaluate(test, others, [HeadUnderTest("start", start.for_pool(universal["profiles"]), universal["memo"])],
-                      universal["grader"], max_turns=3, baselines=("loop",))
+    report = evaluate(
+        test,
+        others,
+        [HeadUnderTest("start", start.for_pool(universal["profiles"]), universal["memo"])],
+        universal["grader"],
+        max_turns=3,
+        baselines=("loop",),
+    )
     rows = {r.policy: r for r in report.pop("_rows")}
     assert rows["start"].passes == rows[f"loop:{best}"].passes
-    assert all(rows["start"].passes != rows[f"loop:{m}"].passes for m in OTHER_MODELS if m != best)  # it can fail
+    assert all(
+        rows["start"].passes != rows[f"loop:{m}"].passes for m in OTHER_MODELS if m != best
+    )  # it can fail
     assert 2 < rows["start"].mean_turns <= 3
     training = universal["trained"].training
     assert np.isfinite(training.start.fitness) and training.fitness >= training.start.fitness
@@ -123,7 +164,9 @@ def test_profile_of_a_replay_pool_is_exact(universal):
     recorded program is right; the offset is mean(Z) · skill."""
     calibration = universal["calibration"]
     for model, profile in zip(OTHER_MODELS, universal["measured"]):
-        assert profile.pass_rate == pytest.approx(np.mean([program(model, t) == right(t) for t in calibration]))
+        assert profile.pass_rate == pytest.approx(
+            np.mean([program(model, t) == right(t) for t in calibration])
+        )
         assert profile.n == len(calibration)
     states = problem_states(calibration, universal["memo"], universal["trained"].head)
     for profile in universal["measured"]:
@@ -139,9 +182,16 @@ def test_profile_of_pass_rate_records_is_their_recorded_probability():
     specs = [a for a in pool.agents if a.name in ("gpt-4o-mini", "llama-3-8b")]
     for spec, agent in zip(specs, build_agents(specs, tasks)):
         rates = [agent.provider.record.rates[(spec.model, t.task_id)].pass_rate for t in chosen]
-        assert len(set(rates)) > 1 or 0 < rates[0] < 1  # not all 0/1: a graded pass rate could not match
-        profile = profile_agent(LocalRunner(Players([agent], Grader())), 0, spec.name, chosen,
-                                np.random.default_rng(1).normal(size=(len(chosen), 4)))
+        assert (
+            len(set(rates)) > 1 or 0 < rates[0] < 1
+        )  # not all 0/1: a graded pass rate could not match
+        profile = profile_agent(
+            LocalRunner(Players([agent], Grader())),
+            0,
+            spec.name,
+            chosen,
+            np.random.default_rng(1).normal(size=(len(chosen), 4)),
+        )
         assert profile.pass_rate == pytest.approx(float(np.mean(rates)), abs=1e-12)
 
 
@@ -150,7 +200,11 @@ def saved(universal, gguf_path):
     head = universal["trained"].head
     path = universal["root"] / "universal.npz"
     pool = load_pool(str(universal["other_pool"]))
-    save_head(path, head, universal_metadata(backbone_of(pool), head.mean.shape[0], head, auto_select=False))
+    save_head(
+        path,
+        head,
+        universal_metadata(backbone_of(pool), head.mean.shape[0], head, auto_select=False),
+    )
     return path
 
 
@@ -160,43 +214,119 @@ def cli(universal, *args):
 
 def task_file(universal, folder):
     tasks = folder / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps({"task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point,
-                                         "test": t.test, "canonical_solution": t.canonical_solution}) + "\n"
-                             for t in universal["tasks"]))
+    tasks.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "entry_point": t.entry_point,
+                    "test": t.test,
+                    "canonical_solution": t.canonical_solution,
+                }
+            )
+            + "\n"
+            for t in universal["tasks"]
+        )
+    )
     return tasks
 
 
 def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved, tmp_path):
     tasks = task_file(universal, tmp_path)
-    before = cli(universal, "eval", "--weights", str(saved), "--tasks", str(tasks), "--max-turns", "1", "--no-log")
-    assert before.returncode == 3 and "have none for it" in before.stderr  # no profiles yet: exit 3, says why
+    before = cli(
+        universal,
+        "eval",
+        "--weights",
+        str(saved),
+        "--tasks",
+        str(tasks),
+        "--max-turns",
+        "1",
+        "--no-log",
+    )
+    assert (
+        before.returncode == 3 and "have none for it" in before.stderr
+    )  # no profiles yet: exit 3, says why
     unready = cli(universal, "pool", "--json", "--weights", str(saved))
-    assert unready.returncode == 3 and "have none for it" in json.loads(unready.stdout)["policy"]["reason"]
-    measured = cli(universal, "profile", "--tasks", str(tasks), "--n", str(CALIBRATION), "--weights", str(saved),
-                   "--json", "--no-log")
+    assert (
+        unready.returncode == 3
+        and "have none for it" in json.loads(unready.stdout)["policy"]["reason"]
+    )
+    measured = cli(
+        universal,
+        "profile",
+        "--tasks",
+        str(tasks),
+        "--n",
+        str(CALIBRATION),
+        "--weights",
+        str(saved),
+        "--json",
+        "--no-log",
+    )
     assert measured.returncode == 0, measured.stderr
-    assert "worst case $" in measured.stderr and "" not in measured.stderr.splitlines()  # no empty progress bar
+    assert (
+        "worst case $" in measured.stderr and "" not in measured.stderr.splitlines()
+    )  # no empty progress bar
     profiles = json.loads(measured.stdout)["agents"]
-    assert [profiles[m]["pass_rate"] for m in OTHER_MODELS] == pytest.approx([p.pass_rate for p in universal["measured"]])
-    again = cli(universal, "profile", "--tasks", str(tasks), "--n", str(CALIBRATION), "--weights", str(saved), "--no-log")
+    assert [profiles[m]["pass_rate"] for m in OTHER_MODELS] == pytest.approx(
+        [p.pass_rate for p in universal["measured"]]
+    )
+    again = cli(
+        universal,
+        "profile",
+        "--tasks",
+        str(tasks),
+        "--n",
+        str(CALIBRATION),
+        "--weights",
+        str(saved),
+        "--no-log",
+    )
     assert "profiling 0 of 3 agents" in again.stderr  # stored: nothing measured twice
     shown = json.loads(cli(universal, "pool", "--json", "--weights", str(saved)).stdout)
     assert shown["policy"]["source"] == str(saved)
     for agent, profile in zip(shown["agents"], universal["measured"]):
-        assert agent["profile"]["pass_rate"] == pytest.approx(profile.pass_rate) and agent["profile"]["age_days"] < 1
-    evaluated = cli(universal, "eval", "--weights", str(saved), "--tasks", str(tasks), "--max-turns", "1", "--json",
-                    "--no-log")
+        assert (
+            agent["profile"]["pass_rate"] == pytest.approx(profile.pass_rate)
+            and agent["profile"]["age_days"] < 1
+        )
+    evaluated = cli(
+        universal,
+        "eval",
+        "--weights",
+        str(saved),
+        "--tasks",
+        str(tasks),
+        "--max-turns",
+        "1",
+        "--json",
+        "--no-log",
+    )
     assert evaluated.returncode == 0, evaluated.stderr
     rows = {r["policy"]: r["pass_at_1"] for r in json.loads(evaluated.stdout)["rows"]}
-    assert rows["trained"] == pytest.approx(universal["routed"][0]["universal"].pass_at_1, abs=1e-4)  # JSON rounds
+    assert rows["trained"] == pytest.approx(
+        universal["routed"][0]["universal"].pass_at_1, abs=1e-4
+    )  # JSON rounds
 
 
 def test_profile_budget_is_never_exceeded(universal, saved, tmp_path):
     """Priced replay agents (about $0.003 for one agent's 10 answers): a $0.005 budget stops the
     run (exit 5) before the pool is done, and the run log's spend stays within it."""
     tasks = task_file(universal, tmp_path)
-    result = cli(universal, "profile", "--tasks", str(tasks), "--n", "10", "--weights", str(saved),
-                 "--budget-usd", "0.005")
+    result = cli(
+        universal,
+        "profile",
+        "--tasks",
+        str(tasks),
+        "--n",
+        "10",
+        "--weights",
+        str(saved),
+        "--budget-usd",
+        "0.005",
+    )
     assert result.returncode == 5, result.stderr
     assert "--budget-usd" in result.stderr
     logged = json.loads(trinity("logs", "--json", "-n", "1").stdout)[0]
@@ -210,18 +340,40 @@ def test_profile_keys_change_with_every_keyed_field_and_never_with_the_name(univ
     assert agent_key(replace(spec, name="renamed"), scale) == key
     other_record = tmp_path / "other.jsonl"
     other_record.write_text("other bytes\n")
-    changed = [replace(spec, model="generalist-b"), replace(spec, temperature=0.5), replace(spec, max_tokens=7),
-               replace(spec, mode="chat"), replace(spec, base_url="http://127.0.0.1:1/v1"), replace(spec, seed=3),
-               replace(spec, stop=("###",)), replace(spec, provider="openai"), replace(spec, record=str(other_record))]
+    changed = [
+        replace(spec, model="generalist-b"),
+        replace(spec, temperature=0.5),
+        replace(spec, max_tokens=7),
+        replace(spec, mode="chat"),
+        replace(spec, base_url="http://127.0.0.1:1/v1"),
+        replace(spec, seed=3),
+        replace(spec, stop=("###",)),
+        replace(spec, provider="openai"),
+        replace(spec, record=str(other_record)),
+    ]
     assert len({agent_key(s, scale) for s in changed} | {key}) == len(changed) + 1
-    for other in (Scale("other-coordinator", "basis-sha"), Scale("coordinator-sha", "other-basis"),
-                  Scale("coordinator-sha", "basis-sha", "trinity-profile-v0")):
+    for other in (
+        Scale("other-coordinator", "basis-sha"),
+        Scale("coordinator-sha", "other-basis"),
+        Scale("coordinator-sha", "basis-sha", "trinity-profile-v0"),
+    ):
         assert agent_key(spec, other) != key
     ids = [t.task_id for t in universal["calibration"]]
-    assert len({full_key(spec, scale, ids), full_key(spec, scale, ids[:-1]), full_key(spec, scale, ids[1:] + ids[:1])}) == 3
+    assert (
+        len(
+            {
+                full_key(spec, scale, ids),
+                full_key(spec, scale, ids[:-1]),
+                full_key(spec, scale, ids[1:] + ids[:1]),
+            }
+        )
+        == 3
+    )
 
 
-def test_solve_routes_with_the_shipped_universal_head_once_every_agent_has_a_profile(universal, tmp_path):
+def test_solve_routes_with_the_shipped_universal_head_once_every_agent_has_a_profile(
+    universal, tmp_path
+):
     """The precedence's universal step: without profiles the fallback, saying which agents lack
     one; with them, the shipped universal head."""
     from trinity_cli.core.profile import Profile
@@ -230,14 +382,22 @@ def test_solve_routes_with_the_shipped_universal_head_once_every_agent_has_a_pro
     from trinity_cli.runtime import profile_scale
 
     pool = universal["root"] / "precedence-pool.toml"
-    pool.write_text(universal["other_pool"].read_text().replace(
-        'roles = ["worker"]', 'roles = ["worker"]\nseed = 11'))  # agents no other test profiled
+    pool.write_text(
+        universal["other_pool"]
+        .read_text()
+        .replace('roles = ["worker"]', 'roles = ["worker"]\nseed = 11')
+    )  # agents no other test profiled
     shipped = shipped_dir() / f"{UNIVERSAL}.npz"
     before = json.loads(trinity("pool", "--pool", str(pool), "--json").stdout)["policy"]
     assert before["source"] != str(shipped) and "needs profiles of" in before["reason"]
     store = ProfileStore()
     for spec in load_pool(str(pool)).agents:
-        store.put(spec, profile_scale(read_metadata(shipped)), ["t"], Profile(0.5, (0.0,) * 4, 0.001, 1, 0.5))
+        store.put(
+            spec,
+            profile_scale(read_metadata(shipped)),
+            ["t"],
+            Profile(0.5, (0.0,) * 4, 0.001, 1, 0.5),
+        )
     store.close()
     after = json.loads(trinity("pool", "--pool", str(pool), "--json").stdout)["policy"]
     assert after["source"] == str(shipped) and "universal head" in after["reason"]
@@ -254,4 +414,8 @@ def test_a_head_with_another_profile_definition_is_refused(saved, tmp_path):
 
 
 def test_profile_refuses_a_pool_specific_head_with_exit_3(universal):
-    assert_clean_failure(cli(universal, "profile", "--weights", "ldb-mbpp", "--n", "10"), 3, "is a pool-specific head")
+    assert_clean_failure(
+        cli(universal, "profile", "--weights", "ldb-mbpp", "--n", "10"),
+        3,
+        "is a pool-specific head",
+    )

@@ -28,28 +28,40 @@ BACKBONE = Backbone("model.gguf", "ab" * 32, -2, "trinity-tf2")
 
 def small_head(n_agents=2, d=8) -> LinearHead:
     rng = np.random.default_rng(0)
-    return LinearHead(rng.normal(size=(n_agents + 3, d)), rng.normal(size=d), np.abs(rng.normal(size=d)) + 0.1)
+    return LinearHead(
+        rng.normal(size=(n_agents + 3, d)), rng.normal(size=d), np.abs(rng.normal(size=d)) + 0.1
+    )
 
 
 @pytest.mark.parametrize("turn_features", [0, 5])
 def test_round_trip(tmp_path, turn_features):
     pool = load_pool(None)
     plain = small_head()
-    head = LinearHead(np.hstack([plain.weights, np.arange(5.0 * turn_features).reshape(5, turn_features)]),
-                      plain.mean, plain.std, None, turn_features)
+    head = LinearHead(
+        np.hstack([plain.weights, np.arange(5.0 * turn_features).reshape(5, turn_features)]),
+        plain.mean,
+        plain.std,
+        None,
+        turn_features,
+    )
     path = tmp_path / "h.npz"
     save_head(path, head, metadata_for(BACKBONE, pool, 8, trained=False))
     loaded, meta = load_head(path)
     assert np.array_equal(loaded.weights, head.weights) and loaded.turn_features == turn_features
     hidden = np.ones(8)
-    assert all(np.array_equal(loaded.choose(hidden, turn).agent_probs, head.choose(hidden, turn).agent_probs)
-               for turn in range(1, 8))
+    assert all(
+        np.array_equal(
+            loaded.choose(hidden, turn).agent_probs, head.choose(hidden, turn).agent_probs
+        )
+        for turn in range(1, 8)
+    )
     assert meta["agents"][0] == {"name": "gemma-greedy", "provider": "local", "model": "embedded"}
     assert not mismatches(meta, BACKBONE, pool)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "no_sidecar", "bad_sidecar", "wrong_shape",
-                                    "turn_features"])
+@pytest.mark.parametrize(
+    "damage", ["truncate", "garbage", "no_sidecar", "bad_sidecar", "wrong_shape", "turn_features"]
+)
 def test_damaged_weights_are_config_errors(tmp_path, damage):
     pool = load_pool(None)
     path = tmp_path / "h.npz"
@@ -64,7 +76,9 @@ def test_damaged_weights_are_config_errors(tmp_path, damage):
         path.with_suffix(".json").write_text("{not json")
     elif damage == "turn_features":  # indicators the weights have no columns for
         head = small_head()
-        np.savez(path, weights=head.weights, mean=head.mean, std=head.std, turn_features=np.array(3))
+        np.savez(
+            path, weights=head.weights, mean=head.mean, std=head.std, turn_features=np.array(3)
+        )
     else:
         meta = json.loads(path.with_suffix(".json").read_text())
         meta["hidden_size"] = 16
@@ -83,7 +97,10 @@ def test_mismatch_names_both_values():
     text = "; ".join(found)
     assert "backbone sha256: head has " + "ab" * 32 + ", this run has " + "cd" * 32 in text
     assert "token position: head has -2, this run has -1" in text
-    assert "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [x=local:embedded]" in text
+    assert (
+        "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [x=local:embedded]"
+        in text
+    )
 
 
 def test_the_installed_package_ships_a_head_for_the_default_pool(gguf_path):
@@ -116,7 +133,9 @@ def test_the_suite_runs_against_the_installed_package_not_the_tree():
 
 
 @pytest.mark.parametrize("head_format", ["trinity-tf1", "trinity-tf2"])
-def test_a_head_in_any_known_transcript_format_gets_a_coordinator_in_that_format(tmp_path, gguf_path, head_format):
+def test_a_head_in_any_known_transcript_format_gets_a_coordinator_in_that_format(
+    tmp_path, gguf_path, head_format
+):
     from trinity_cli.runtime import backbone_of, build_coordinator, choose_policy
 
     pool = load_pool(None)
@@ -140,25 +159,49 @@ def test_a_head_in_an_unknown_transcript_format_is_refused(tmp_path, gguf_path):
     save_head(path, small_head(d=640), metadata_for(backbone_of(pool, "trinity-tf9"), pool, 640))
     with pytest.raises(ConfigError) as caught:
         choose_policy(pool, str(path), warn=print)
-    assert "transcript format: head has trinity-tf9, this run has trinity-tf2" in caught.value.message
+    assert (
+        "transcript format: head has trinity-tf9, this run has trinity-tf2" in caught.value.message
+    )
 
 
 def test_a_head_trained_on_other_numerics_warns_naming_both_values(tmp_path):
     from trinity_cli.runtime import PolicyChoice, warn_if_other_numerics
 
-    here = {"llama_cpp": "0.3.36", "cpu_features": "AVX,AVX2", "n_batch": 256, "swa_ring": 768, "flash_attention": False}
+    here = {
+        "llama_cpp": "0.3.36",
+        "cpu_features": "AVX,AVX2",
+        "n_batch": 256,
+        "swa_ring": 768,
+        "flash_attention": False,
+    }
     coordinator = type("C", (), {"numerics": here})()
     warnings: list[str] = []
     same = PolicyChoice(None, "same.npz", {"numerics": dict(here)}, "trinity-tf2")
     warn_if_other_numerics(same, coordinator, warnings.append)
-    older = PolicyChoice(None, "old.npz", {"numerics": {**here, "llama_cpp": "0.3.16", "cpu_features": "AVX512F"}}, "trinity-tf2")
+    older = PolicyChoice(
+        None,
+        "old.npz",
+        {"numerics": {**here, "llama_cpp": "0.3.16", "cpu_features": "AVX512F"}},
+        "trinity-tf2",
+    )
     warn_if_other_numerics(older, coordinator, warnings.append)
     assert len(warnings) == 1 and "old.npz" in warnings[0]
-    assert "0.3.16" in warnings[0] and "0.3.36" in warnings[0] and "AVX512F" in warnings[0] and "AVX,AVX2" in warnings[0]
+    assert (
+        "0.3.16" in warnings[0]
+        and "0.3.36" in warnings[0]
+        and "AVX512F" in warnings[0]
+        and "AVX,AVX2" in warnings[0]
+    )
     assert "n_batch" not in warnings[0]
 
 
 def test_a_trained_head_records_the_numerics_of_its_states():
     pool = load_pool(None)
-    numerics = {"llama_cpp": "0.3.36", "cpu_features": "AVX2", "n_batch": 256, "swa_ring": 768, "flash_attention": False}
+    numerics = {
+        "llama_cpp": "0.3.36",
+        "cpu_features": "AVX2",
+        "n_batch": 256,
+        "swa_ring": 768,
+        "flash_attention": False,
+    }
     assert metadata_for(BACKBONE, pool, 8, numerics=numerics)["numerics"] == numerics

@@ -59,8 +59,15 @@ class ProviderError(TrinityError):
 
     exit_code = 4
 
-    def __init__(self, message: str, *, agent: str = "", kind: str = "server",
-                 retry_after: float | None = None, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str = "",
+        kind: str = "server",
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.agent = agent
         self.kind = kind  # auth | rate_limit | server | network | bad_request

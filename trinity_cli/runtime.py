@@ -80,8 +80,11 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
 
     A head in any transcript format this version reads fits: the coordinator is then built for
     that format (`HeadChoice.transcript_format`)."""
-    named = [(weights, "--weights"), (os.environ.get("TRINITY_WEIGHTS") or None, "TRINITY_WEIGHTS"),
-             (pool.coordinator.weights, f"[coordinator] weights in {pool.source}")]
+    named = [
+        (weights, "--weights"),
+        (os.environ.get("TRINITY_WEIGHTS") or None, "TRINITY_WEIGHTS"),
+        (pool.coordinator.weights, f"[coordinator] weights in {pool.source}"),
+    ]
     value, given_by = next(((v, why) for v, why in named if v is not None), (None, ""))
     if value is not None and value.lower() == WEIGHTS_NONE:
         return HeadChoice(None, f"{given_by} = none")
@@ -92,27 +95,41 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
     for directory, kind in ((user_heads_dir(), "user head"), (shipped_dir(), "shipped head")):
         found, looked_at = newest_fitting(directory, backbone, pool)
         if found is not None:
-            return _fitting(found, backbone, pool, f"the newest {kind} that fits this coordinator and pool")
+            return _fitting(
+                found, backbone, pool, f"the newest {kind} that fits this coordinator and pool"
+            )
         counts.append(f"{looked_at} {kind}{'s' * (looked_at != 1)}")
     reason = f"no head fits this coordinator and pool ({', '.join(counts)} looked at)"
     universal = shipped_dir() / f"{UNIVERSAL}.npz"
     if universal.is_file():
         meta = read_metadata(universal)
-        if not mismatches(meta, in_head_format(meta, backbone), pool):  # the head reads this coordinator
+        if not mismatches(
+            meta, in_head_format(meta, backbone), pool
+        ):  # the head reads this coordinator
             missing = unprofiled(pool, meta)
             if not missing:
-                return HeadChoice(universal, "the universal head: no head fits this pool, every agent has a profile",
-                                  meta, in_head_format(meta, backbone).transcript_format)
-            reason += f"; the universal head needs profiles of {', '.join(missing)} (`trinity profile`)"
-    warn(f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
-         "Train one with `trinity train`.")
+                return HeadChoice(
+                    universal,
+                    "the universal head: no head fits this pool, every agent has a profile",
+                    meta,
+                    in_head_format(meta, backbone).transcript_format,
+                )
+            reason += (
+                f"; the universal head needs profiles of {', '.join(missing)} (`trinity profile`)"
+            )
+    warn(
+        f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
+        "Train one with `trinity train`."
+    )
     return HeadChoice(None, reason)
 
 
 def profile_scale(meta: dict[str, Any]) -> Any:
     from trinity_cli.heads.profile_store import Scale
 
-    return Scale(meta.get("backbone", {}).get("sha256", ""), meta.get("profile", {}).get("basis_sha256", ""))
+    return Scale(
+        meta.get("backbone", {}).get("sha256", ""), meta.get("profile", {}).get("basis_sha256", "")
+    )
 
 
 def stored_profiles(pool: Pool, meta: dict[str, Any]) -> list[Any]:
@@ -144,10 +161,12 @@ def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadCho
         raise ConfigError(f"weights {path} ({reason}) do not fit this run: " + "; ".join(problems))
     missing = unprofiled(pool, meta) if is_universal(meta) else []
     if missing:
-        raise ConfigError(f"weights {path} ({reason}): the universal head routes by profiles, and agents "
-                          f"{', '.join(missing)} have none for it: run `trinity profile"
-                          f"{'' if pool.source == BUILTIN_POOL else f' --pool {pool.source}'} --weights {path}` "
-                          "(with --tasks naming a task set its agents answer; the default is humaneval)")
+        raise ConfigError(
+            f"weights {path} ({reason}): the universal head routes by profiles, and agents "
+            f"{', '.join(missing)} have none for it: run `trinity profile"
+            f"{'' if pool.source == BUILTIN_POOL else f' --pool {pool.source}'} --weights {path}` "
+            "(with --tasks naming a task set its agents answer; the default is humaneval)"
+        )
     return HeadChoice(path, reason, meta, backbone.transcript_format)
 
 
@@ -158,8 +177,13 @@ def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) 
 
     found = find_head(pool, weights, warn)
     if found.path is None:
-        return PolicyChoice(PipelinePolicy(len(pool.agents), role_mask([a.roles for a in pool.agents])), FALLBACK, None, found.transcript_format,
-                            found.reason)
+        return PolicyChoice(
+            PipelinePolicy(len(pool.agents), role_mask([a.roles for a in pool.agents])),
+            FALLBACK,
+            None,
+            found.transcript_format,
+            found.reason,
+        )
     head, meta = load_head(found.path)
     if is_universal(meta):
         head = bind_profiles(head, pool, meta, found.path)
@@ -172,28 +196,44 @@ def bind_profiles(head: Any, pool: Pool, meta: dict[str, Any], path: Path) -> An
 
     profiles = stored_profiles(pool, meta)
     if any(p is None for p in profiles):  # removed since `find_head` looked
-        raise ConfigError(f"weights {path}: an agent's profile disappeared; run `trinity profile` again")
+        raise ConfigError(
+            f"weights {path}: an agent's profile disappeared; run `trinity profile` again"
+        )
     return head.for_pool(np.array([p.profile.vector() for p in profiles]))
 
 
-def warn_if_other_numerics(choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]) -> None:
+def warn_if_other_numerics(
+    choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]
+) -> None:
     """States here may differ in their last bits from those the head was trained on: say so."""
     from trinity_cli.heads.files import numerics_mismatches
 
-    differences = numerics_mismatches(choice.meta or {}, coordinator.numerics) if coordinator is not None else []
+    differences = (
+        numerics_mismatches(choice.meta or {}, coordinator.numerics)
+        if coordinator is not None
+        else []
+    )
     if differences:
-        warn(f"the head {choice.source} was trained on hidden states made with other numerics: "
-             f"{'; '.join(differences)}; its decisions here may differ slightly")
+        warn(
+            f"the head {choice.source} was trained on hidden states made with other numerics: "
+            f"{'; '.join(differences)}; its decisions here may differ slightly"
+        )
 
 
-def build_coordinator(pool: Pool, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id) -> Any:
+def build_coordinator(
+    pool: Pool, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id
+) -> Any:
     """The coordinator; `sessions` KV caches for that many concurrent episodes."""
     from trinity_cli.coordinator.llama import LlamaCoordinator
 
     spec = pool.coordinator
     return LlamaCoordinator(
-        coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads, token_position=spec.token_position,
-        sessions=sessions, transcript_format=transcript_format,
+        coordinator_path(pool),
+        n_ctx=spec.n_ctx,
+        n_threads=spec.n_threads,
+        token_position=spec.token_position,
+        sessions=sessions,
+        transcript_format=transcript_format,
     )
 
 
@@ -215,14 +255,17 @@ def check_offline(pool: Pool) -> None:
     remote = [a.name for a in pool.agents if not is_offline(a)]
     if remote:
         raise ConfigError(
-            f"--offline: agents {', '.join(remote)} need the network (use provider \"local\" or a loopback base_url)"
+            f'--offline: agents {", ".join(remote)} need the network (use provider "local" or a loopback base_url)'
         )
 
 
 def check_prices(pool: Pool) -> None:
     """Under --budget-usd every paid agent needs known prices, or the budget means nothing."""
-    unpriced = [a.name for a in pool.agents
-                if kind_of(a.provider).priced and (a.price_in is None or a.price_out is None)]
+    unpriced = [
+        a.name
+        for a in pool.agents
+        if kind_of(a.provider).priced and (a.price_in is None or a.price_out is None)
+    ]
     if unpriced:
         raise ConfigError(
             f"--budget-usd: agents {', '.join(unpriced)} have no price_in/price_out in the pool file"
@@ -239,8 +282,10 @@ class Caches:
 
     def report(self) -> str:
         entries, size = self.responses.size()
-        return (f"response cache: {entries} replies, {size / 1e6:.1f} MB, hit rate "
-                f"{self.responses.stats.hit_rate:.0%}; grades run: {self.grader.runs}")
+        return (
+            f"response cache: {entries} replies, {size / 1e6:.1f} MB, hit rate "
+            f"{self.responses.stats.hit_rate:.0%}; grades run: {self.grader.runs}"
+        )
 
 
 def open_caches(no_cache: bool) -> Caches:
@@ -257,10 +302,16 @@ def open_caches(no_cache: bool) -> Caches:
         atexit.register(shutil.rmtree, scratch, True)  # nothing of a --no-cache run stays behind
         return Caches(ResponseStore(scratch / "responses.sqlite"), Grader(), None)
     root = paths.cache_dir()
-    return Caches(ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"), root / "hidden.sqlite")
+    return Caches(
+        ResponseStore(root / "responses.sqlite"),
+        Grader(root / "grades.sqlite"),
+        root / "hidden.sqlite",
+    )
 
 
-def memo_coordinator(pool: Pool, caches: Caches, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id) -> Any:
+def memo_coordinator(
+    pool: Pool, caches: Caches, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id
+) -> Any:
     from trinity_cli.coordinator.memo import MemoCoordinator
 
     coordinator = build_coordinator(pool, sessions, transcript_format)
@@ -289,12 +340,15 @@ class Run:
     workers: int
     coordinators: dict[str, Any] = field(default_factory=dict)
 
-    def coordinator(self, transcript_format: str = CURRENT_FORMAT.id, sessions: int | None = None) -> Any:
+    def coordinator(
+        self, transcript_format: str = CURRENT_FORMAT.id, sessions: int | None = None
+    ) -> Any:
         """The coordinator reading `transcript_format`, with `sessions` KV sessions (default: one
         a worker)."""
         if transcript_format not in self.coordinators:
-            self.coordinators[transcript_format] = memo_coordinator(self.pool, self.caches, sessions or self.workers,
-                                                                    transcript_format)
+            self.coordinators[transcript_format] = memo_coordinator(
+                self.pool, self.caches, sessions or self.workers, transcript_format
+            )
         return self.coordinators[transcript_format]
 
 
@@ -304,5 +358,7 @@ def build_run(pool: Pool, tasks: Sequence[Any], no_cache: bool, workers: int | N
     from trinity_cli.providers.registry import build_agents
 
     caches = open_caches(no_cache)
-    agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
+    agents = build_agents(
+        pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
+    )
     return Run(pool, caches, agents, workers or default_workers(agents))

@@ -31,7 +31,15 @@ SIM_POOL = EXAMPLES / "sim-pool.toml"
 
 
 def trinity(*args: str, stdin: str | None = None, cwd: Path | None = None, timeout: int = 300):
-    return subprocess.run([TRINITY, *args], input=stdin, capture_output=True, check=False, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [TRINITY, *args],
+        input=stdin,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 def assert_clean_failure(result, code: int, fragment: str):
@@ -47,5 +55,7 @@ def every_command() -> list[list[str]]:
     from trinity_cli.cli import app
     from trinity_cli.cli.logs import app as logs_app
 
-    commands = [[c.name] for c in app.registered_commands] + [[g.name] for g in app.registered_groups]
+    commands = [[c.name] for c in app.registered_commands] + [
+        [g.name] for g in app.registered_groups
+    ]
     return commands + [["logs", c.name] for c in logs_app.registered_commands]

@@ -60,26 +60,39 @@ def seeded(what: str, task: Task, rate: float) -> bool:
 
 def program(model: str, task: Task) -> str:
     he = family(task) == "humaneval"
-    knows = {"humaneval-expert": he, "mbpp-expert": not he, "generalist": seeded("generalist", task, GENERALIST_RATE),
-             "humaneval-expert-b": seeded(model, task, 0.9 if he else 0.1),
-             "mbpp-expert-b": seeded(model, task, 0.1 if he else 0.9),
-             "generalist-b": seeded(model, task, GENERALIST_RATE)}[model]
+    knows = {
+        "humaneval-expert": he,
+        "mbpp-expert": not he,
+        "generalist": seeded("generalist", task, GENERALIST_RATE),
+        "humaneval-expert-b": seeded(model, task, 0.9 if he else 0.1),
+        "mbpp-expert-b": seeded(model, task, 0.1 if he else 0.9),
+        "generalist-b": seeded(model, task, GENERALIST_RATE),
+    }[model]
     return right(task) if knows else wrong(task)
 
 
-def write_learnable(folder: Path, models: tuple[str, ...] = MODELS, name: str = "pool.toml") -> tuple[Path, Path]:
+def write_learnable(
+    folder: Path, models: tuple[str, ...] = MODELS, name: str = "pool.toml"
+) -> tuple[Path, Path]:
     """The record (`learnable.jsonl.gz`, every model) and a pool of `models` replaying it
     (Worker only)."""
     tasks = learnable_tasks()
-    lines = [json.dumps({"model": m, "task_id": t.task_id, "code": program(m, t)})
-             for m in MODELS + OTHER_MODELS for t in tasks]
+    lines = [
+        json.dumps({"model": m, "task_id": t.task_id, "code": program(m, t)})
+        for m in MODELS + OTHER_MODELS
+        for t in tasks
+    ]
     record = folder / "learnable.jsonl.gz"
     record.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
     pool = folder / name
-    pool.write_text("".join(
-        f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "learnable.jsonl.gz"\nmodel = "{m}"\n'
-        f'roles = ["worker"]\nprice_in = {0.5 if "generalist" in m else 1.0}\n'
-        f'price_out = {1.0 if "generalist" in m else 2.0}\n\n' for m in models))
+    pool.write_text(
+        "".join(
+            f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "learnable.jsonl.gz"\nmodel = "{m}"\n'
+            f'roles = ["worker"]\nprice_in = {0.5 if "generalist" in m else 1.0}\n'
+            f"price_out = {1.0 if 'generalist' in m else 2.0}\n\n"
+            for m in models
+        )
+    )
     return record, pool
 
 
@@ -100,25 +113,48 @@ def write_learnable(folder: Path, models: tuple[str, ...] = MODELS, name: str = 
 KIND_MODELS = ("leans-doc", "leans-ask")
 KINDS = ("doc", "ask")
 KIND_RIGHT, KIND_WRONG, KIND_CAUGHT = 0.9, 0.2, 0.5
-_DOC_OPS = {"add": ("x plus {k}", lambda x, k: x + k), "subtract": ("x minus {k}", lambda x, k: x - k),
-            "times": ("x times {k}", lambda x, k: x * k), "floor": ("x floor-divided by {k}", lambda x, k: x // k),
-            "modulo": ("x modulo {k}", lambda x, k: x % k), "above": ("the larger of x and {k}", max)}
-_DOC_CODE = {"add": "x + {k}", "subtract": "x - {k}", "times": "x * {k}", "floor": "x // {k}", "modulo": "x % {k}",
-             "above": "max(x, {k})"}
-_ASK_OPS = {"repeat": ("the string s repeated {k} times", "s * {k}"), "head": ("the first {k} characters of s", "s[:{k}]"),
-            "tail": ("s without its first {k} characters", "s[{k}:]"),
-            "pad": ("s followed by {k} dashes", "s + '-' * {k}"),
-            "rotate": ("s rotated left by {k} characters", "s[{k} % len(s):] + s[:{k} % len(s)] if s else s"),
-            "fence": ("s between {k} stars on each side", "'*' * {k} + s + '*' * {k}")}
+_DOC_OPS = {
+    "add": ("x plus {k}", lambda x, k: x + k),
+    "subtract": ("x minus {k}", lambda x, k: x - k),
+    "times": ("x times {k}", lambda x, k: x * k),
+    "floor": ("x floor-divided by {k}", lambda x, k: x // k),
+    "modulo": ("x modulo {k}", lambda x, k: x % k),
+    "above": ("the larger of x and {k}", max),
+}
+_DOC_CODE = {
+    "add": "x + {k}",
+    "subtract": "x - {k}",
+    "times": "x * {k}",
+    "floor": "x // {k}",
+    "modulo": "x % {k}",
+    "above": "max(x, {k})",
+}
+_ASK_OPS = {
+    "repeat": ("the string s repeated {k} times", "s * {k}"),
+    "head": ("the first {k} characters of s", "s[:{k}]"),
+    "tail": ("s without its first {k} characters", "s[{k}:]"),
+    "pad": ("s followed by {k} dashes", "s + '-' * {k}"),
+    "rotate": (
+        "s rotated left by {k} characters",
+        "s[{k} % len(s):] + s[:{k} % len(s)] if s else s",
+    ),
+    "fence": ("s between {k} stars on each side", "'*' * {k} + s + '*' * {k}"),
+}
 _INTS, _STRINGS = (1, 7, -4, 30), ("abc", "trinity", "", "xy")
 
 
 def _doc_task(op: str, k: int) -> Task:
     name, (text, fn), body = f"{op}_{k}", _DOC_OPS[op], _DOC_CODE[op].format(k=k)
     prompt = f'def {name}(x: int) -> int:\n    """Return {text.format(k=k)}.\n    >>> {name}(1)\n    {fn(1, k)}\n    """\n'
-    return Task(f"kinds/doc/{name}", prompt, name, "\ndef check(candidate):\n" + "".join(
-        f"    assert candidate({x}) == {fn(x, k)}\n" for x in _INTS), f"    return {body}\n",
-        visible_tests=(f"assert {name}(1) == {fn(1, k)}",))
+    return Task(
+        f"kinds/doc/{name}",
+        prompt,
+        name,
+        "\ndef check(candidate):\n"
+        + "".join(f"    assert candidate({x}) == {fn(x, k)}\n" for x in _INTS),
+        f"    return {body}\n",
+        visible_tests=(f"assert {name}(1) == {fn(1, k)}",),
+    )
 
 
 def _ask_task(op: str, k: int) -> Task:
@@ -126,15 +162,23 @@ def _ask_task(op: str, k: int) -> Task:
     body = body.format(k=k)
     prompt = f'def {name}(s) : \n    """\n    Write a python function to return {text.format(k=k)}.\n    """\n'
     expected = {s: eval(body, {"s": s}) for s in _STRINGS}  # our own expressions
-    return Task(f"kinds/ask/{name}", prompt, name, "\ndef check(candidate):\n" + "".join(
-        f"    assert {name}({s!r}) == {e!r}\n" for s, e in expected.items()), f"    return {body}\n",
-        visible_tests=(f"assert {name}({_STRINGS[0]!r}) == {expected[_STRINGS[0]]!r}",))
+    return Task(
+        f"kinds/ask/{name}",
+        prompt,
+        name,
+        "\ndef check(candidate):\n"
+        + "".join(f"    assert {name}({s!r}) == {e!r}\n" for s, e in expected.items()),
+        f"    return {body}\n",
+        visible_tests=(f"assert {name}({_STRINGS[0]!r}) == {expected[_STRINGS[0]]!r}",),
+    )
 
 
 def kind_tasks() -> list[Task]:
     """60 tasks of each kind: six operations, k = 2..11."""
     ks = range(2, 12)
-    return [_doc_task(op, k) for op in _DOC_OPS for k in ks] + [_ask_task(op, k) for op in _ASK_OPS for k in ks]
+    return [_doc_task(op, k) for op in _DOC_OPS for k in ks] + [
+        _ask_task(op, k) for op in _ASK_OPS for k in ks
+    ]
 
 
 def kind_of(task: Task) -> str:
@@ -144,35 +188,54 @@ def kind_of(task: Task) -> str:
 def sly(task: Task) -> str:
     """Right when called from the visible tests (module level), wrong when the hidden tests'
     check() calls it: a wrong program the Verifier accepts."""
-    return (f"import sys as _sys\n{right(task).rstrip()}\n\n_right_{task.entry_point} = {task.entry_point}\n\n\n"
-            f"def {task.entry_point}(*args, **kwargs):\n"
-            f"    if _sys._getframe(1).f_code.co_name == 'check':\n"
-            f"        return object()\n"
-            f"    return _right_{task.entry_point}(*args, **kwargs)\n")
+    return (
+        f"import sys as _sys\n{right(task).rstrip()}\n\n_right_{task.entry_point} = {task.entry_point}\n\n\n"
+        f"def {task.entry_point}(*args, **kwargs):\n"
+        f"    if _sys._getframe(1).f_code.co_name == 'check':\n"
+        f"        return object()\n"
+        f"    return _right_{task.entry_point}(*args, **kwargs)\n"
+    )
 
 
 @functools.cache
 def _share(what: str, kind: str, rate: float) -> frozenset[str]:
     """Exactly `rate` of the tasks of `kind`, in a seeded order."""
-    ids = sorted((t.task_id for t in kind_tasks() if kind_of(t) == kind),
-                 key=lambda i: hashlib.sha256(f"{what}:{i}".encode()).digest())
-    return frozenset(ids[:round(rate * len(ids))])
+    ids = sorted(
+        (t.task_id for t in kind_tasks() if kind_of(t) == kind),
+        key=lambda i: hashlib.sha256(f"{what}:{i}".encode()).digest(),
+    )
+    return frozenset(ids[: round(rate * len(ids))])
 
 
 def kind_program(model: str, task: Task) -> str:
     kind = kind_of(task)
-    if task.task_id in _share(f"{model}:right", kind, KIND_RIGHT if KIND_MODELS.index(model) == KINDS.index(kind) else KIND_WRONG):
+    if task.task_id in _share(
+        f"{model}:right",
+        kind,
+        KIND_RIGHT if KIND_MODELS.index(model) == KINDS.index(kind) else KIND_WRONG,
+    ):
         return right(task)
-    return wrong(task) if task.task_id in _share(f"{model}:caught", kind, KIND_CAUGHT) else sly(task)
+    return (
+        wrong(task) if task.task_id in _share(f"{model}:caught", kind, KIND_CAUGHT) else sly(task)
+    )
 
 
 def write_kinds(folder: Path) -> Path:
     """The kinds record (`kinds.jsonl.gz`) and its pool (`kinds.toml`: Worker and Verifier)."""
-    lines = [json.dumps({"model": m, "task_id": t.task_id, "code": kind_program(m, t)})
-             for m in KIND_MODELS for t in kind_tasks()]
-    (folder / "kinds.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    lines = [
+        json.dumps({"model": m, "task_id": t.task_id, "code": kind_program(m, t)})
+        for m in KIND_MODELS
+        for t in kind_tasks()
+    ]
+    (folder / "kinds.jsonl.gz").write_bytes(
+        gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
+    )
     pool = folder / "kinds.toml"
-    pool.write_text("".join(
-        f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "kinds.jsonl.gz"\nmodel = "{m}"\n'
-        f'roles = ["worker", "verifier"]\nprice_in = 1.0\nprice_out = 1.0\n\n' for m in KIND_MODELS))
+    pool.write_text(
+        "".join(
+            f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "kinds.jsonl.gz"\nmodel = "{m}"\n'
+            f'roles = ["worker", "verifier"]\nprice_in = 1.0\nprice_out = 1.0\n\n'
+            for m in KIND_MODELS
+        )
+    )
     return pool

@@ -60,7 +60,9 @@ def _transcript_of(coordinator: Any, tokens: int) -> Transcript:
     transcript = Transcript(Problem("Write `window_sum(xs, k)` for a list of integers.\n"))
     i = 0
     while len(coordinator.transcript_tokens(transcript)) < tokens - NEW_TURN_TOKENS:
-        transcript = transcript.with_turn(Turn(f"agent{i % 2}", (Role.THINKER, Role.WORKER)[i % 2], sentence * 8))
+        transcript = transcript.with_turn(
+            Turn(f"agent{i % 2}", (Role.THINKER, Role.WORKER)[i % 2], sentence * 8)
+        )
         i += 1
     return transcript.with_turn(Turn("agent9", Role.VERIFIER, sentence * 12))
 
@@ -77,7 +79,9 @@ def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
         for _ in range(repeats):
             coordinator.reset()
             full = coordinator.encode(full_t).seconds
-            coordinator.encode(prefix)  # the cache now holds the prefix and its cue, as in a turn loop
+            coordinator.encode(
+                prefix
+            )  # the cache now holds the prefix and its cue, as in a turn loop
             ratios.append(full / coordinator.encode(full_t).seconds)
         curve[str(size)] = statistics.median(ratios)
     return curve
@@ -97,7 +101,9 @@ RAW_CONFIGS = {
 SAME_KERNELS = "plain weights, flash attention off, small SWA cache, batch 256"
 
 
-def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats: int) -> dict[str, float | None]:
+def raw_eval_seconds(
+    model_path: Path, tokens: list[int], threads: int, repeats: int
+) -> dict[str, float | None]:
     """llama.cpp's plain prompt evaluation of `tokens` (default context, logits for the last
     token only) per RAW_CONFIGS entry: the median seconds, or None where it crashed. Each runs
     in a child process: on CPUs with AMX, llama.cpp's default weight layout puts the weights in
@@ -105,11 +111,26 @@ def raw_eval_seconds(model_path: Path, tokens: list[int], threads: int, repeats:
     seconds: dict[str, float | None] = {}
     for name, (extra_bufts, flash_attn, swa_full, n_batch) in RAW_CONFIGS.items():
         child = subprocess.run(
-            [sys.executable, "-c", "from trinity_cli.bench.measure import raw_eval_child; raw_eval_child()"],
-            input=json.dumps({"model": str(model_path), "tokens": tokens, "threads": threads, "repeats": repeats,
-                              "extra_bufts": extra_bufts, "flash_attn": flash_attn, "swa_full": swa_full,
-                              "n_batch": n_batch}),
-            capture_output=True, text=True, check=False,
+            [
+                sys.executable,
+                "-c",
+                "from trinity_cli.bench.measure import raw_eval_child; raw_eval_child()",
+            ],
+            input=json.dumps(
+                {
+                    "model": str(model_path),
+                    "tokens": tokens,
+                    "threads": threads,
+                    "repeats": repeats,
+                    "extra_bufts": extra_bufts,
+                    "flash_attn": flash_attn,
+                    "swa_full": swa_full,
+                    "n_batch": n_batch,
+                }
+            ),
+            capture_output=True,
+            text=True,
+            check=False,
         )
         seconds[name] = float(child.stdout) if child.returncode == 0 else None
     if not any(seconds.values()):
@@ -160,8 +181,9 @@ def _reply_of(coordinator: Any, tokens: int) -> str:
     return body + "    return total\n```"
 
 
-def streamed_call_share(coordinator: Any, repeats: int, make_display: Callable[[Any], Callable[[Any], None]]
-                        ) -> dict[str, float]:
+def streamed_call_share(
+    coordinator: Any, repeats: int, make_display: Callable[[Any], Callable[[Any], None]]
+) -> dict[str, float]:
     """Coordinator seconds after a streamed ~300-token reply's last piece ÷ the turn's wall time.
 
     The reply arrives in word-sized pieces at even intervals over REPLY_SECONDS; overlapped,
@@ -190,7 +212,9 @@ def streamed_call_share(coordinator: Any, repeats: int, make_display: Callable[[
         stream.finish()
         final_encodes.append(coordinator.encode(after))
         seconds = time.perf_counter() - last
-        display(TurnFinished(TurnRecord(decision, reply, None, None, 0, 0, 0.0, False, REPLY_SECONDS)))
+        display(
+            TurnFinished(TurnRecord(decision, reply, None, None, 0, 0, 0.0, False, REPLY_SECONDS))
+        )
         return seconds
 
     def displayed() -> float:
@@ -238,7 +262,9 @@ def tuning(coordinator: Any) -> dict[str, float]:
             for threads in sorted({1, 2, coordinator.n_threads}):
                 trial.configure(n_threads=threads, n_batch=n_batch)
                 trial.reset()
-                seconds[f"n_batch={n_batch} threads={threads}"] = round(trial.encode(transcript).seconds, 3)
+                seconds[f"n_batch={n_batch} threads={threads}"] = round(
+                    trial.encode(transcript).seconds, 3
+                )
         finally:
             trial.close()
     return seconds
@@ -255,10 +281,17 @@ def timed_run(command: list[str]) -> float:
 
 
 def help_ratio(repeats: int) -> float:
-    bare = [sys.executable, "-c", "import typer\napp = typer.Typer()\n@app.command()\ndef main(x: int = 0):\n    pass\napp()", "--help"]
+    bare = [
+        sys.executable,
+        "-c",
+        "import typer\napp = typer.Typer()\n@app.command()\ndef main(x: int = 0):\n    pass\napp()",
+        "--help",
+    ]
     timed_run(bare)
     timed_run(trinity_command() + ["--help"])
-    return _median(lambda: timed_run(trinity_command() + ["--help"]), repeats) / _median(lambda: timed_run(bare), repeats)
+    return _median(lambda: timed_run(trinity_command() + ["--help"]), repeats) / _median(
+        lambda: timed_run(bare), repeats
+    )
 
 
 # Runs a command and prints its peak RSS: a child's ru_maxrss also counts the image it was
@@ -272,7 +305,9 @@ _RSS_PROBE = (
 
 def peak_rss_mb(command: list[str]) -> float:
     """Peak RSS of one process run to completion (and of what it runs), in MB."""
-    probe = subprocess.run([sys.executable, "-c", _RSS_PROBE, *command], capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", _RSS_PROBE, *command], capture_output=True, text=True, check=True
+    )
     return int(probe.stdout) / 1024.0  # Linux reports KiB
 
 
@@ -295,8 +330,14 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
             agents = build_agents(pool.agents, tasks, caches.responses)
             coordinator = memo_coordinator(pool, caches)
             settings = TrainSettings(generations=generations, popsize=8, batch_size=16, max_turns=3)
-            result = train(select_split(tasks, "train"), agents, coordinator, caches.grader, settings,
-                           Path(home) / "bench.ckpt")
+            result = train(
+                select_split(tasks, "train"),
+                agents,
+                coordinator,
+                caches.grader,
+                settings,
+                Path(home) / "bench.ckpt",
+            )
             seconds = time.perf_counter() - started
         finally:
             if saved_home is None:
@@ -314,8 +355,15 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
     }
 
 
-RECORDED_POOL, RECORDED_TASKS = "ldb-humaneval", 32  # the recorded pool's training run: its first train-split tasks
-PAPER_SCALE: dict[str, Any] = {"generations": 60, "popsize": 32, "batch_size": 16}  # the paper's 30,720 episodes
+RECORDED_POOL, RECORDED_TASKS = (
+    "ldb-humaneval",
+    32,
+)  # the recorded pool's training run: its first train-split tasks
+PAPER_SCALE: dict[str, Any] = {
+    "generations": 60,
+    "popsize": 32,
+    "batch_size": 16,
+}  # the paper's 30,720 episodes
 
 
 def recorded_train_throughput() -> dict[str, Any]:
@@ -338,16 +386,29 @@ def recorded_train_throughput() -> dict[str, Any]:
                 pool = load_pool(RECORDED_POOL)
                 tasks = load_tasks("humaneval")
                 caches = open_caches(no_cache=False)
-                agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
+                agents = build_agents(
+                    pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
+                )
                 coordinator = memo_coordinator(pool, caches)
                 settings = TrainSettings(**PAPER_SCALE, max_turns=5, project=8, sigma0=0.2)
                 forest = new_forest(agents, coordinator, caches.grader, settings.max_turns)
-                result = train(select_split(tasks, "train")[:RECORDED_TASKS], agents, coordinator, caches.grader,
-                               settings, None, forest=forest)
+                result = train(
+                    select_split(tasks, "train")[:RECORDED_TASKS],
+                    agents,
+                    coordinator,
+                    caches.grader,
+                    settings,
+                    None,
+                    forest=forest,
+                )
                 seconds = time.perf_counter() - started
-                figures[caches_were] = {"episodes": result.episodes, "seconds": round(seconds, 2),
-                                        "episodes_per_hour": round(result.episodes / seconds * 3600, 1),
-                                        "states_encoded": coordinator.misses, "turns_made": forest.grown}
+                figures[caches_were] = {
+                    "episodes": result.episodes,
+                    "seconds": round(seconds, 2),
+                    "episodes_per_hour": round(result.episodes / seconds * 3600, 1),
+                    "states_encoded": coordinator.misses,
+                    "turns_made": forest.grown,
+                }
         finally:
             if saved_home is None:
                 os.environ.pop("TRINITY_HOME", None)
@@ -371,7 +432,10 @@ class _OverTheNetwork:
         return self.inner.complete(request, on_text, on_retry)
 
 
-BENCH_EPISODES = (4, 8)  # tasks × random heads, `--max-turns 3`: what the concurrency and Ray ratios time
+BENCH_EPISODES = (
+    4,
+    8,
+)  # tasks × random heads, `--max-turns 3`: what the concurrency and Ray ratios time
 
 
 def bench_episodes(tasks: list[Any], n_agents: int, hidden_size: int) -> list[Any]:
@@ -385,10 +449,15 @@ def bench_episodes(tasks: list[Any], n_agents: int, hidden_size: int) -> list[An
 
     rng = np.random.default_rng(0)
     d = hidden_size
-    heads = [LinearHead(rng.normal(0.0, 0.05, (n_agents + N_ROLES, d)), np.zeros(d), np.ones(d))
-             for _ in range(BENCH_EPISODES[1])]
-    return [Episode(task, head, 3, None, CURRENT_FORMAT.id, (0, c, i))
-            for i, task in enumerate(select_split(tasks, "train")[: BENCH_EPISODES[0]]) for c, head in enumerate(heads)]
+    heads = [
+        LinearHead(rng.normal(0.0, 0.05, (n_agents + N_ROLES, d)), np.zeros(d), np.ones(d))
+        for _ in range(BENCH_EPISODES[1])
+    ]
+    return [
+        Episode(task, head, 3, None, CURRENT_FORMAT.id, (0, c, i))
+        for i, task in enumerate(select_split(tasks, "train")[: BENCH_EPISODES[0]])
+        for c, head in enumerate(heads)
+    ]
 
 
 def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
@@ -407,7 +476,9 @@ def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
 
     pool = load_pool(str(sim_pool))
     tasks = load_humaneval()
-    agents = [replace(a, provider=_OverTheNetwork(a.provider)) for a in build_agents(pool.agents, tasks)]
+    agents = [
+        replace(a, provider=_OverTheNetwork(a.provider)) for a in build_agents(pool.agents, tasks)
+    ]
     coordinator = build_coordinator(pool, sessions=CONCURRENT_WORKERS)
     episodes = bench_episodes(tasks, len(agents), coordinator.hidden_size)
     seconds = {}
@@ -418,9 +489,14 @@ def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
         LocalRunner(Players(agents, grader, {CURRENT_FORMAT.id: memo}), workers).map(episodes, None)
         seconds[workers] = time.perf_counter() - started
     coordinator.close()
-    return {"speedup": seconds[1] / seconds[CONCURRENT_WORKERS], "workers": CONCURRENT_WORKERS,
-            "network_latency_s": NETWORK_LATENCY_S, "episodes": len(episodes),
-            "seconds_1_worker": round(seconds[1], 2), f"seconds_{CONCURRENT_WORKERS}_workers": round(seconds[CONCURRENT_WORKERS], 2)}
+    return {
+        "speedup": seconds[1] / seconds[CONCURRENT_WORKERS],
+        "workers": CONCURRENT_WORKERS,
+        "network_latency_s": NETWORK_LATENCY_S,
+        "episodes": len(episodes),
+        "seconds_1_worker": round(seconds[1], 2),
+        f"seconds_{CONCURRENT_WORKERS}_workers": round(seconds[CONCURRENT_WORKERS], 2),
+    }
 
 
 class LoopbackAgent:
@@ -428,7 +504,11 @@ class LoopbackAgent:
     after `latency_s`: a network-bound agent with no model behind it. Counts requests and keeps
     the API keys it was sent (tests check where keys go)."""
 
-    def __init__(self, latency_s: float, answer: str = "```python\ndef solution():\n    return None\n```\nVERDICT: ACCEPT") -> None:
+    def __init__(
+        self,
+        latency_s: float,
+        answer: str = "```python\ndef solution():\n    return None\n```\nVERDICT: ACCEPT",
+    ) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -446,11 +526,26 @@ class LoopbackAgent:
                     owner.requests += 1
                     owner.keys.add(self.headers.get("authorization", "").removeprefix("Bearer "))
                 time.sleep(latency_s)
-                body = json.dumps({
-                    "id": "loopback", "object": "chat.completion", "created": 0, "model": "loopback",
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-                }).encode()
+                body = json.dumps(
+                    {
+                        "id": "loopback",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "loopback",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": answer},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": 100,
+                            "completion_tokens": 20,
+                            "total_tokens": 120,
+                        },
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
@@ -469,7 +564,8 @@ class LoopbackAgent:
         return "".join(
             f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "loopback"\nbase_url = "{self.base_url}"\n'
             f'api_key_env = "{key_env}"\nprice_in = {price}\nprice_out = {price}\nmax_tokens = 64\nretries = 0\n\n'
-            for name in names)
+            for name in names
+        )
 
     def close(self) -> None:
         self._server.shutdown()
@@ -484,7 +580,11 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
     try:
         import ray
     except ImportError:
-        return {"ray_speedup_1s_agent": None, "ray_overhead_1_worker": None, "ray": "not installed (the ray extra)"}
+        return {
+            "ray_speedup_1s_agent": None,
+            "ray_overhead_1_worker": None,
+            "ray": "not installed (the ray extra)",
+        }
     from trinity_cli.core.transcript import CURRENT_FORMAT
     from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.registry import build_agents
@@ -502,20 +602,34 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
     network_pool.write_text(loopback.pool_toml(("fast", "slow", "steady"), key_env))
     connect("local")
     try:
+
         def timed(pool_file: Path, workers: int | None) -> float:
             """Seconds for the episodes on `workers` Ray workers (None: here), cold caches."""
             pool = load_pool(str(pool_file))
             caches = open_caches(no_cache=True)
-            agents = build_agents(pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model)
+            agents = build_agents(
+                pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
+            )
             threads = CONCURRENT_WORKERS if any(a.remote for a in agents) else 1
             coordinator = memo_coordinator(pool, caches, sessions=threads)
             episodes = bench_episodes(tasks, len(agents), coordinator.hidden_size)
             if workers is None:
                 started = time.perf_counter()
-                LocalRunner(Players(agents, caches.grader, {CURRENT_FORMAT.id: coordinator}), threads).map(episodes, None)
+                LocalRunner(
+                    Players(agents, caches.grader, {CURRENT_FORMAT.id: coordinator}), threads
+                ).map(episodes, None)
                 return time.perf_counter() - started
-            with ray_runner("local", workers, pool, tasks, threads=threads, coordinators={CURRENT_FORMAT.id: coordinator},
-                            backbone_sha256=backbone_of(pool).sha256, caches=caches, warn=lambda msg: None) as runner:
+            with ray_runner(
+                "local",
+                workers,
+                pool,
+                tasks,
+                threads=threads,
+                coordinators={CURRENT_FORMAT.id: coordinator},
+                backbone_sha256=backbone_of(pool).sha256,
+                caches=caches,
+                warn=lambda msg: None,
+            ) as runner:
                 started = time.perf_counter()
                 runner.map(episodes, None)
                 return time.perf_counter() - started
@@ -526,14 +640,27 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
         ray.shutdown()
         loopback.close()
     episodes = BENCH_EPISODES[0] * BENCH_EPISODES[1]
-    return {"ray_speedup_1s_agent": round(one / four, 2), "ray_overhead_1_worker": round(on_ray / here, 3),
-            "ray": {"episodes": episodes, "network_latency_s": NETWORK_LATENCY_S,
-                    "episodes_per_hour_1_worker": round(episodes * 3600 / one), "episodes_per_hour_4_workers": round(episodes * 3600 / four),
-                    "seconds_sim_here": round(here, 2), "seconds_sim_1_ray_worker": round(on_ray, 2)}}
+    return {
+        "ray_speedup_1s_agent": round(one / four, 2),
+        "ray_overhead_1_worker": round(on_ray / here, 3),
+        "ray": {
+            "episodes": episodes,
+            "network_latency_s": NETWORK_LATENCY_S,
+            "episodes_per_hour_1_worker": round(episodes * 3600 / one),
+            "episodes_per_hour_4_workers": round(episodes * 3600 / four),
+            "seconds_sim_here": round(here, 2),
+            "seconds_sim_1_ray_worker": round(on_ray, 2),
+        },
+    }
 
 
-def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int,
-            make_display: Callable[[Any], Callable[[Any], None]]) -> dict[str, Any]:
+def run_all(
+    problem: Path,
+    sim_pool: Path,
+    repeats: int,
+    generations: int,
+    make_display: Callable[[Any], Callable[[Any], None]],
+) -> dict[str, Any]:
     from trinity_cli.pool.spec import load_pool
     from trinity_cli.runtime import build_coordinator, coordinator_path
 
@@ -564,24 +691,41 @@ def run_all(problem: Path, sim_pool: Path, repeats: int, generations: int,
         "reencode_time_vs_raw": round(reencode / raw, 3),
         "reencode_seconds_4k": round(reencode, 3),
         "raw_eval_seconds_4k": round(raw, 3),
-        "reencode_time_vs_raw_no_flash_attention": round(reencode / same_attention, 3) if same_attention else None,
-        "raw_eval_seconds_4k_by_config": {k: None if v is None else round(v, 3) for k, v in raw_by_config.items()},
+        "reencode_time_vs_raw_no_flash_attention": round(reencode / same_attention, 3)
+        if same_attention
+        else None,
+        "raw_eval_seconds_4k_by_config": {
+            k: None if v is None else round(v, 3) for k, v in raw_by_config.items()
+        },
         "coordinator_share_2s_call": round(stream["overlapped"], 3),
         "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
         "coordinator_share_2s_call_displayed": round(stream["displayed"], 3),
-        "reply": {"tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,
-                  "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3),
-                  "final_encode_seconds": round(stream["final_encode_seconds"], 3),
-                  "final_encode_tokens": stream["final_encode_tokens"]},
+        "reply": {
+            "tokens": stream["reply_tokens"],
+            "pieces": stream["pieces"],
+            "seconds": REPLY_SECONDS,
+            "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3),
+            "final_encode_seconds": round(stream["final_encode_seconds"], 3),
+            "final_encode_tokens": stream["final_encode_tokens"],
+        },
         "train_episodes_per_hour": training["episodes_per_hour"],
         "train": training,
         "recorded_train_episodes_per_hour_cold": recorded["cold"]["episodes_per_hour"],
         "recorded_train_episodes_per_hour_warm": recorded["warm"]["episodes_per_hour"],
-        "recorded_train": {"pool": RECORDED_POOL, "tasks": RECORDED_TASKS, **PAPER_SCALE, "max_turns": 5, **recorded},
+        "recorded_train": {
+            "pool": RECORDED_POOL,
+            "tasks": RECORDED_TASKS,
+            **PAPER_SCALE,
+            "max_turns": 5,
+            **recorded,
+        },
         "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),
         "train_concurrency": concurrency,
         **on_ray,
-        "peak_rss_mb": round(peak_rss_mb(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"]), 1),
+        "peak_rss_mb": round(
+            peak_rss_mb(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"]),
+            1,
+        ),
         "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
         "threads": coordinator.n_threads,
         "n_batch": coordinator.n_batch,

@@ -31,7 +31,9 @@ EXIT_INTERRUPTED = 130
 # Usage errors are typer's click exceptions, from the copy of click that typer carries (0.26+).
 # typer does not export their base class; typer.BadParameter reaches it, so trinity never
 # imports click.
-_ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_ClickException: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
 
 app = typer.Typer(
     name="trinity",
@@ -55,8 +57,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """trinity: route each turn to one model and one role."""
     if ctx.invoked_subcommand is None:  # bare `trinity`: the help, as a usage error
@@ -77,7 +83,11 @@ app.add_typer(logs_command.app, name="logs")
 def exit_now(code: int) -> None:
     """Exit without waiting for episodes still in flight on worker threads (train, eval): what
     they would add is not kept anyway (checkpoints hold whole generations, caches every reply)."""
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -92,7 +102,9 @@ def _usage_line(exc: Exception) -> str:
         command = ctx.command_path
     else:  # some parser errors carry no context: the command is the first argument, if it is one
         names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
-        command = "trinity" + (f" {sys.argv[1]}" if len(sys.argv) > 1 and sys.argv[1] in names else "")
+        command = "trinity" + (
+            f" {sys.argv[1]}" if len(sys.argv) > 1 and sys.argv[1] in names else ""
+        )
     return f"{message} (see `{command} --help`)"
 
 
@@ -115,7 +127,8 @@ def main() -> None:
             raise
         stderr.print(
             f"internal error: {type(exc).__name__}: {redact(str(exc))} (a bug in trinity; TRINITY_DEBUG=1 shows the traceback)",
-            markup=False, highlight=False,
+            markup=False,
+            highlight=False,
         )
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

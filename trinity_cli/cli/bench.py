@@ -21,11 +21,21 @@ Example: trinity bench --json > bench.json"""
 
 
 def bench(
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
-    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs per timing (the median counts).")] = 3,
-    generations: Annotated[int, typer.Option("--generations", min=1, help="Generations of the training run.")] = 2,
-    problem: Annotated[Path | None, typer.Option("--problem", help="Problem for the RSS run.")] = None,
-    sim_pool: Annotated[Path | None, typer.Option("--sim-pool", help="Pool for the training run.")] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object on stdout.")
+    ] = False,
+    repeats: Annotated[
+        int, typer.Option("--repeats", min=1, help="Runs per timing (the median counts).")
+    ] = 3,
+    generations: Annotated[
+        int, typer.Option("--generations", min=1, help="Generations of the training run.")
+    ] = 2,
+    problem: Annotated[
+        Path | None, typer.Option("--problem", help="Problem for the RSS run.")
+    ] = None,
+    sim_pool: Annotated[
+        Path | None, typer.Option("--sim-pool", help="Pool for the training run.")
+    ] = None,
 ) -> int:
     from rich.table import Table
 
@@ -34,8 +44,13 @@ def bench(
     from trinity_cli.paths import shipped
 
     examples = shipped("examples")
-    result = run_all(problem or examples / "fizzbuzz.md", sim_pool or examples / "sim-pool.toml", repeats, generations,
-                     TurnDisplay)
+    result = run_all(
+        problem or examples / "fizzbuzz.md",
+        sim_pool or examples / "sim-pool.toml",
+        repeats,
+        generations,
+        TurnDisplay,
+    )
     if json_out:
         print(json.dumps(result, indent=2))
         return 0

@@ -10,11 +10,22 @@ import typer
 
 from trinity_cli.cli.console import stderr
 
-RayAddress = Annotated[str | None, typer.Option(
-    "--ray", help="Play the episodes on a Ray cluster: 'auto' (the running one), an address, or 'local' "
-    "(a private cluster for this run). Needs the ray extra. The result is the same as without.")]
-RayWorkers = Annotated[int | None, typer.Option(
-    "--ray-workers", min=1, help="Ray workers (each loads the coordinator once). Default: as many as the cluster's CPUs hold; more share them.")]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        help="Play the episodes on a Ray cluster: 'auto' (the running one), an address, or 'local' "
+        "(a private cluster for this run). Needs the ray extra. The result is the same as without.",
+    ),
+]
+RayWorkers = Annotated[
+    int | None,
+    typer.Option(
+        "--ray-workers",
+        min=1,
+        help="Ray workers (each loads the coordinator once). Default: as many as the cluster's CPUs hold; more share them.",
+    ),
+]
 
 
 def check_ray_flags(address: str | None, workers: int | None) -> None:
@@ -24,8 +35,17 @@ def check_ray_flags(address: str | None, workers: int | None) -> None:
         raise UsageError("--ray-workers needs --ray")
 
 
-def runner_for(address: str | None, workers: int | None, pool: Any, tasks: Sequence[Any], *, threads: int,
-               coordinators: dict[str, Any], caches: Any, quiet: bool = False) -> AbstractContextManager[Any]:
+def runner_for(
+    address: str | None,
+    workers: int | None,
+    pool: Any,
+    tasks: Sequence[Any],
+    *,
+    threads: int,
+    coordinators: dict[str, Any],
+    caches: Any,
+    quiet: bool = False,
+) -> AbstractContextManager[Any]:
     """A RayRunner under --ray (shut down on exit), else None (the run plays here)."""
     if address is None:
         return nullcontext(None)
@@ -33,17 +53,36 @@ def runner_for(address: str | None, workers: int | None, pool: Any, tasks: Seque
 
 
 @contextmanager
-def _announced(address: str, workers: int | None, pool: Any, tasks: Sequence[Any], threads: int,
-               coordinators: dict[str, Any], caches: Any, quiet: bool) -> Iterator[Any]:
+def _announced(
+    address: str,
+    workers: int | None,
+    pool: Any,
+    tasks: Sequence[Any],
+    threads: int,
+    coordinators: dict[str, Any],
+    caches: Any,
+    quiet: bool,
+) -> Iterator[Any]:
     from trinity_cli.runtime import backbone_of
     from trinity_cli.train.ray_runner import ray_runner
 
-    with ray_runner(address, workers, pool, tasks, threads=threads, coordinators=coordinators,
-                    backbone_sha256=backbone_of(pool).sha256, caches=caches,
-                    warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False)) as runner:
+    with ray_runner(
+        address,
+        workers,
+        pool,
+        tasks,
+        threads=threads,
+        coordinators=coordinators,
+        backbone_sha256=backbone_of(pool).sha256,
+        caches=caches,
+        warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False),
+    ) as runner:
         if not quiet:
             nodes = sorted({identity["node"] for identity in runner.identities})
-            stderr.print(f"playing on {runner.workers} Ray workers ({runner.cpus_per_worker:g} CPU and "
-                         f"{runner.spec.n_threads} coordinator threads each) on {', '.join(nodes)}",
-                         markup=False, highlight=False)
+            stderr.print(
+                f"playing on {runner.workers} Ray workers ({runner.cpus_per_worker:g} CPU and "
+                f"{runner.spec.n_threads} coordinator threads each) on {', '.join(nodes)}",
+                markup=False,
+                highlight=False,
+            )
         yield runner

@@ -21,7 +21,9 @@ def _console() -> Console:
     if not os.environ.get("NO_COLOR"):
         return _StderrConsole(stderr=True, highlight=False, soft_wrap=True)
     environ = {key: value for key, value in os.environ.items() if key != "FORCE_COLOR"}
-    return _StderrConsole(stderr=True, highlight=False, soft_wrap=True, color_system=None, _environ=environ)
+    return _StderrConsole(
+        stderr=True, highlight=False, soft_wrap=True, color_system=None, _environ=environ
+    )
 
 
 stderr = _console()

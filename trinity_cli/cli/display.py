@@ -74,8 +74,12 @@ def _cut_json(cut: Truncation | None) -> dict[str, int] | None:
     return None if cut is None else cut.as_json()
 
 
-def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any = None,
-                 budget: Budget | None = None) -> dict[str, Any]:
+def episode_json(
+    result: EpisodeResult,
+    agent_names: Sequence[str],
+    suite: Any = None,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
     """`verdict` is the episode's; `verifier_verdict` the last Verifier's own; `tests` the final
     answer's execution check (null without one; `passed` null when the answer was never run;
     source "syntax" when the answer does not parse, tests or not);
@@ -85,8 +89,12 @@ def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any =
     if check is not None and check.source == "syntax":  # the answer did not parse: no test ran
         tests = {"source": "syntax", "count": 1, "passed": False, "summary": check.summary}
     elif suite is not None:
-        tests = {"source": suite.source, "count": suite.count, "passed": None if check is None else check.passed,
-                 "summary": None if check is None else check.summary}
+        tests = {
+            "source": suite.source,
+            "count": suite.count,
+            "passed": None if check is None else check.passed,
+            "summary": None if check is None else check.summary,
+        }
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": result.verdict,
@@ -104,8 +112,13 @@ def episode_json(result: EpisodeResult, agent_names: Sequence[str], suite: Any =
 class JsonlWriter:
     """--jsonl: one event per line as it happens; the `final` event is the --json object."""
 
-    def __init__(self, stream: IO[str], agent_names: Sequence[str], suite: Any = None,
-                 budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        stream: IO[str],
+        agent_names: Sequence[str],
+        suite: Any = None,
+        budget: Budget | None = None,
+    ) -> None:
         self.stream = stream
         self.names = agent_names
         self.suite = suite
@@ -117,8 +130,15 @@ class JsonlWriter:
         elif isinstance(event, TurnFinished):
             self._write({"event": "turn_end", **turn_json(event.record, self.names)})
         elif isinstance(event, CheckFinished):
-            self._write({"event": "check", "turn": event.turn, "source": event.outcome.source,
-                         "passed": event.outcome.passed, "summary": event.outcome.summary})
+            self._write(
+                {
+                    "event": "check",
+                    "turn": event.turn,
+                    "source": event.outcome.source,
+                    "passed": event.outcome.passed,
+                    "summary": event.outcome.summary,
+                }
+            )
         elif isinstance(event, EpisodeFinished):
             final = episode_json(event.result, self.names, self.suite, self.budget)
             self._write({"event": "final", **final})
@@ -136,8 +156,13 @@ class CutWarnings:
         self.warned: set[str] = set()
 
     def __call__(self, event: Event) -> None:
-        cut = event.decision.input_truncated if isinstance(event, TurnStarted) else \
-            event.record.prompt_truncated if isinstance(event, TurnFinished) else None
+        cut = (
+            event.decision.input_truncated
+            if isinstance(event, TurnStarted)
+            else event.record.prompt_truncated
+            if isinstance(event, TurnFinished)
+            else None
+        )
         if cut is not None and cut.reader not in self.warned:
             self.warned.add(cut.reader)
             self.warn(cut.note)
@@ -164,7 +189,9 @@ def tail_lines(text: str, lines: int) -> str:
 def indented(text: str) -> str:
     """Turn text under its turn's line (the width of "turn  1  "), its own indentation kept
     relative to its least indented line."""
-    return "\n".join(" " * 9 + line if line.strip() else "" for line in textwrap.dedent(text).splitlines())
+    return "\n".join(
+        " " * 9 + line if line.strip() else "" for line in textwrap.dedent(text).splitlines()
+    )
 
 
 class TurnDisplay:
@@ -182,10 +209,21 @@ class TurnDisplay:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TurnStarted):
-            self.decision, self.streamed, self.text, self.started = event.decision, 0, "", time.perf_counter()
-            if self.console.is_terminal:  # Live's thread draws `_in_flight` 8 times a second: no work per piece
-                self.live = Live(console=self.console, transient=True, refresh_per_second=8,
-                                 get_renderable=self._in_flight)
+            self.decision, self.streamed, self.text, self.started = (
+                event.decision,
+                0,
+                "",
+                time.perf_counter(),
+            )
+            if (
+                self.console.is_terminal
+            ):  # Live's thread draws `_in_flight` 8 times a second: no work per piece
+                self.live = Live(
+                    console=self.console,
+                    transient=True,
+                    refresh_per_second=8,
+                    get_renderable=self._in_flight,
+                )
                 self.live.start()
         elif isinstance(event, TextDelta):
             self.streamed += 1
@@ -199,7 +237,9 @@ class TurnDisplay:
         elif isinstance(event, CheckFinished):
             line = Text(f"         {event.outcome.source} ", style="bold")
             passed = event.outcome.passed
-            line.append("passed" if passed else "FAILED", style="bold green" if passed else "bold red")
+            line.append(
+                "passed" if passed else "FAILED", style="bold green" if passed else "bold red"
+            )
             if not passed:
                 last = event.outcome.summary.strip().splitlines()
                 line.append(f"  {last[-1] if last else ''}", style="dim")
@@ -211,7 +251,9 @@ class TurnDisplay:
             line = Text("verdict ", style="bold")
             line.append(result.verdict, style=style)
             estimated = "~" if any(t.usd_estimated for t in result.turns) else ""
-            line.append(f" · {len(result.turns)} turn{'s' * (len(result.turns) != 1)} · {estimated}${result.usd:.4f}")
+            line.append(
+                f" · {len(result.turns)} turn{'s' * (len(result.turns) != 1)} · {estimated}${result.usd:.4f}"
+            )
             self.console.print(line)
 
     def _stop_live(self) -> None:
@@ -230,8 +272,15 @@ class TurnDisplay:
     def _in_flight(self) -> Group:
         assert self.decision is not None
         line = self._head(self.decision)
-        line.append(f"  … {self.streamed} tokens, {time.perf_counter() - self.started:.1f}s", style="dim")
-        text = Text(indented(tail_lines(self.text, STREAM_LINES)), style="dim", no_wrap=True, overflow="ellipsis")
+        line.append(
+            f"  … {self.streamed} tokens, {time.perf_counter() - self.started:.1f}s", style="dim"
+        )
+        text = Text(
+            indented(tail_lines(self.text, STREAM_LINES)),
+            style="dim",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
         return Group(line, text) if self.text else Group(line)
 
     def _finished(self, record: TurnRecord) -> Text:

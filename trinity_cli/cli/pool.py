@@ -14,21 +14,29 @@ from trinity_cli.heads.precedence import RULE
 if TYPE_CHECKING:
     from rich.table import Table
 
-HELP = """List the pool's agents and whether each is usable: key present, server reachable,
-model file present; and which head `trinity solve` would route with, and why (""" + RULE + """;
+HELP = (
+    """List the pool's agents and whether each is usable: key present, server reachable,
+model file present; and which head `trinity solve` would route with, and why ("""
+    + RULE
+    + """;
 --weights checks that head), and each agent's profile (`trinity profile`) and its age. Exit 0
 when every agent is usable and the head solve would use fits, 3 otherwise (or on a bad pool
 file). With --list: the bundled recorded pools and task sets.
 
 \b
 Example: trinity pool --pool ldb-humaneval"""
+)
 
 
 def pool(
     pool: PoolOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
-    list_bundled: Annotated[bool, typer.Option("--list", help="List the bundled recorded pools and task sets.")] = False,
-    weights: Annotated[str | None, typer.Option("--weights", help="Check this head (path or name) as solve would.")] = None,
+    list_bundled: Annotated[
+        bool, typer.Option("--list", help="List the bundled recorded pools and task sets.")
+    ] = False,
+    weights: Annotated[
+        str | None, typer.Option("--weights", help="Check this head (path or name) as solve would.")
+    ] = None,
 ) -> int:
     if list_bundled:
         return show_bundled(json_out)
@@ -44,7 +52,11 @@ def pool(
         print(json.dumps({"source": pool_cfg.source, "agents": agents, "policy": policy}, indent=2))
     else:
         stderr.print(agent_table(f"pool: {pool_cfg.source}", checks, profiles))
-        stderr.print(f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False, highlight=False)
+        stderr.print(
+            f"policy: {policy['source'] or 'none'} ({policy['reason']})",
+            markup=False,
+            highlight=False,
+        )
     return 0 if all(c.usable for c in checks) and policy["source"] is not None else 3
 
 
@@ -72,24 +84,46 @@ def agent_profiles(pool_cfg: Any, head_meta: dict[str, Any] | None) -> list[dict
         head_meta = read_metadata(shipped) if shipped.is_file() else None
     if head_meta is None:
         return [None] * len(pool_cfg.agents)
-    return [None if p is None else {"pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
-                                    "n": p.profile.n, "created": p.created, "age_days": round(p.age_days, 2)}
-            for p in stored_profiles(pool_cfg, head_meta)]
+    return [
+        None
+        if p is None
+        else {
+            "pass_rate": p.profile.pass_rate,
+            "usd_per_answer": p.profile.usd_per_answer,
+            "n": p.profile.n,
+            "created": p.created,
+            "age_days": round(p.age_days, 2),
+        }
+        for p in stored_profiles(pool_cfg, head_meta)
+    ]
 
 
-def agent_table(title: str, checks: list, profiles: list[dict[str, Any] | None] | None = None) -> Table:
+def agent_table(
+    title: str, checks: list, profiles: list[dict[str, Any] | None] | None = None
+) -> Table:
     """The pool's agents and whether each is usable (`pool` and `doctor` show it), and with
     `profiles` each one's profile for the universal head and its age."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    for column in ("agent", "provider", "model", "usable", "why", *(("profile",) if profiles else ())):
+    for column in (
+        "agent",
+        "provider",
+        "model",
+        "usable",
+        "why",
+        *(("profile",) if profiles else ()),
+    ):
         table.add_column(column)
     for i, c in enumerate(checks):
         cells = [c.name, c.provider, c.model, "yes" if c.usable else "no", c.detail]
         if profiles:
             p = profiles[i]
-            cells.append("none" if p is None else f"pass {p['pass_rate']:.2f} on {p['n']}, {p['age_days']:.0f} d old")
+            cells.append(
+                "none"
+                if p is None
+                else f"pass {p['pass_rate']:.2f} on {p['n']}, {p['age_days']:.0f} d old"
+            )
         table.add_row(*cells)
     return table
 
@@ -107,8 +141,15 @@ def show_bundled(json_out: bool) -> int:
     sets: list[dict[str, Any]] = []
     for name in task_set_names():
         tasks = load_tasks(name)
-        sets.append({"name": name, "tasks": len(tasks), "train": len(select_split(tasks, "train")),
-                     "test": len(select_split(tasks, "test")), "with_tests": sum(t.has_tests for t in tasks)})
+        sets.append(
+            {
+                "name": name,
+                "tasks": len(tasks),
+                "train": len(select_split(tasks, "train")),
+                "test": len(select_split(tasks, "test")),
+                "with_tests": sum(t.has_tests for t in tasks),
+            }
+        )
     if json_out:
         print(json.dumps({"pools": found, "task_sets": sets}, indent=2))
         return 0

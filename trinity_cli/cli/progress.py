@@ -12,15 +12,23 @@ from trinity_cli.train.es import GenerationReport
 
 class GenerationDisplay:
     def __init__(self, console: Console, caches: Any, coordinator: Any, quiet: bool) -> None:
-        self.console, self.caches, self.coordinator, self.quiet = console, caches, coordinator, quiet
+        self.console, self.caches, self.coordinator, self.quiet = (
+            console,
+            caches,
+            coordinator,
+            quiet,
+        )
         self.progress: Progress | None = None
         self.task_id: Any = None
 
     def __enter__(self) -> GenerationDisplay:
         if not self.quiet and self.console.is_terminal:
             self.progress = Progress(
-                TextColumn("gen {task.completed}/{task.total}"), BarColumn(), TextColumn("{task.description}"),
-                TimeRemainingColumn(), console=self.console,
+                TextColumn("gen {task.completed}/{task.total}"),
+                BarColumn(),
+                TextColumn("{task.description}"),
+                TimeRemainingColumn(),
+                console=self.console,
             )
             self.progress.start()
             self.task_id = self.progress.add_task("starting", total=None)
@@ -31,12 +39,21 @@ class GenerationDisplay:
             self.progress.stop()
 
     def update(self, report: GenerationReport) -> None:
-        line = (f"best {report.best:.3f} mean {report.mean:.3f} std {report.std:.3f} · ${report.spent_usd:.4f} · "
-                f"cache hits {self.caches.responses.stats.hit_rate:.0%} · memo {self.coordinator.saved_fraction:.0%} · "
-                f"{report.seconds:.1f}s")
+        line = (
+            f"best {report.best:.3f} mean {report.mean:.3f} std {report.std:.3f} · ${report.spent_usd:.4f} · "
+            f"cache hits {self.caches.responses.stats.hit_rate:.0%} · memo {self.coordinator.saved_fraction:.0%} · "
+            f"{report.seconds:.1f}s"
+        )
         if self.quiet:
             return
         if self.progress is not None:
-            self.progress.update(self.task_id, completed=report.generation, total=report.generations, description=line)
+            self.progress.update(
+                self.task_id,
+                completed=report.generation,
+                total=report.generations,
+                description=line,
+            )
         else:
-            self.console.print(f"gen {report.generation}/{report.generations}  {line}", markup=False)
+            self.console.print(
+                f"gen {report.generation}/{report.generations}  {line}", markup=False
+            )

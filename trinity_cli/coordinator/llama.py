@@ -87,7 +87,12 @@ def _ggml() -> Any:
     lib = llama_cpp._ggml.libggml
     lib.ggml_get_name.restype, lib.ggml_get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
     lib.ggml_nrows.restype, lib.ggml_nrows.argtypes = ctypes.c_int64, [ctypes.c_void_p]
-    lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    lib.ggml_backend_tensor_get.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_size_t,
+    ]
     return lib
 
 
@@ -136,7 +141,10 @@ class LlamaCoordinator:
         self._window = self._model.sliding_window
         if self._ring is not None:
             params.swa_full = False
-            params.n_seq_max, params.kv_unified = 2, False  # sequence 1: a scratch copy for wrapping cues
+            params.n_seq_max, params.kv_unified = (
+                2,
+                False,
+            )  # sequence 1: a scratch copy for wrapping cues
             params.n_ctx = 2 * n_ctx  # per sequence: n_ctx
         params.embeddings = False  # see _read_embeddings
         params.pooling_type = ll.LLAMA_POOLING_TYPE_NONE
@@ -184,10 +192,16 @@ class LlamaCoordinator:
         """The token ids of a transcript under the overflow policy, cue excluded."""
         return self.fit(transcript, last_open=last_open)[0]
 
-    def fit(self, transcript: Transcript, *, last_open: bool = False) -> tuple[list[int], Truncation | None]:
+    def fit(
+        self, transcript: Transcript, *, last_open: bool = False
+    ) -> tuple[list[int], Truncation | None]:
         """The transcript's token ids under the overflow policy, and what the policy cut."""
-        segments = [self.tokenize(s, bos=i == 0) for i, s in enumerate(
-            transcript.coordinator_segments(self._format, last_open=last_open))]
+        segments = [
+            self.tokenize(s, bos=i == 0)
+            for i, s in enumerate(
+                transcript.coordinator_segments(self._format, last_open=last_open)
+            )
+        ]
         problem = segments[0][: self.n_ctx // 2]
         turns = [s[: self.max_turn_tokens] for s in segments[1:]]
         room = self.n_ctx - len(problem) - len(self.cue_tokens)
@@ -201,16 +215,22 @@ class LlamaCoordinator:
         for turn in reversed(kept):
             ids.extend(turn)
         total = sum(map(len, segments))
-        return ids, None if len(ids) == total else self._cut(len(segments[0]), len(problem), len(ids), total)
+        return ids, None if len(ids) == total else self._cut(
+            len(segments[0]), len(problem), len(ids), total
+        )
 
     def _cut(self, problem_total: int, problem_kept: int, kept: int, total: int) -> Truncation:
         """The overflow policy's cut, in words: the problem's, else the turns'."""
         if problem_kept < problem_total:
-            what = (f"the problem is {problem_total:,} tokens; the coordinator reads its first {problem_kept:,} "
-                    f"(half its n_ctx {self.n_ctx})")
+            what = (
+                f"the problem is {problem_total:,} tokens; the coordinator reads its first {problem_kept:,} "
+                f"(half its n_ctx {self.n_ctx})"
+            )
         else:
-            what = (f"the transcript is {total:,} tokens; the coordinator reads {kept:,} "
-                    "(the oldest turns or turn ends cut)")
+            what = (
+                f"the transcript is {total:,} tokens; the coordinator reads {kept:,} "
+                "(the oldest turns or turn ends cut)"
+            )
         return Truncation(kept, total - kept, "coordinator", f"{what}, {total - kept:,} dropped")
 
     def encode(self, transcript: Transcript) -> Encoding:
@@ -223,16 +243,22 @@ class LlamaCoordinator:
         The cue is evaluated up to the decision token; its last MIN_EXACT_BATCH tokens are
         marked as outputs, and the readout callback takes the decision token's row."""
         started = time.perf_counter()
-        wanted = (ids + self.cue_tokens)[: len(ids) + len(self.cue_tokens) + self.token_position + 1]
+        wanted = (ids + self.cue_tokens)[
+            : len(ids) + len(self.cue_tokens) + self.token_position + 1
+        ]
         with self._lock:
             hidden, evaluated = self._encode_locked(ids, wanted)
         return Encoding(hidden, time.perf_counter() - started, evaluated)
 
     def _encode_locked(self, ids: list[int], wanted: list[int]) -> tuple[np.ndarray, int]:
         outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
-        start = min(self._pick_session(wanted), len(ids), outputs_from)  # the cue is always evaluated
+        start = min(
+            self._pick_session(wanted), len(ids), outputs_from
+        )  # the cue is always evaluated
         if self._read_embeddings and 0 < outputs_from - start < MIN_EXACT_BATCH:
-            start = max(0, outputs_from - MIN_EXACT_BATCH)  # the batch before the outputs is exact too
+            start = max(
+                0, outputs_from - MIN_EXACT_BATCH
+            )  # the batch before the outputs is exact too
         start = self._truncate(start)
         evaluated, seq = len(wanted) - start, 0
         if self._ring is not None and len(ids) % self._ring + len(wanted) - len(ids) > self._ring:
@@ -252,7 +278,9 @@ class LlamaCoordinator:
             return self._encode_locked(ids, wanted)
         return hidden, evaluated
 
-    def _decode_readout(self, wanted: list[int], start: int, outputs_from: int, seq: int) -> np.ndarray | None:
+    def _decode_readout(
+        self, wanted: list[int], start: int, outputs_from: int, seq: int
+    ) -> np.ndarray | None:
         """Evaluate wanted[start:] with the callback armed; None if it never saw READOUT_TENSOR."""
         self._capturing, self._captured = True, None
         try:
@@ -263,7 +291,9 @@ class LlamaCoordinator:
             self._truncate(start)
         return self._captured
 
-    def _decode_embeddings(self, wanted: list[int], start: int, outputs_from: int, seq: int) -> np.ndarray:
+    def _decode_embeddings(
+        self, wanted: list[int], start: int, outputs_from: int, seq: int
+    ) -> np.ndarray:
         """The fallback readout: llama.cpp's embeddings mode, which projects every output too."""
         self._decode(wanted, start, outputs_from, outputs_from=outputs_from, seq=seq)
         self._ll.llama_set_embeddings(self._session.ctx, True)
@@ -329,7 +359,9 @@ class LlamaCoordinator:
             common = session.common_prefix(ids)
             if not self._can_truncate(session, common):
                 common = 0
-            scored.append((common - (len(session.cached) - common), -session.last_used, common, session))
+            scored.append(
+                (common - (len(session.cached) - common), -session.last_used, common, session)
+            )
         gain, _, common, best = max(scored, key=lambda row: row[:2])
         if best.cached and gain <= 0 and len(self._sessions) < self.max_sessions:
             best, common = self._new_session(), 0
@@ -343,7 +375,9 @@ class LlamaCoordinator:
         resumes: `start`, or 0 when the cache had to be cleared instead."""
         session = self._session
         if start < len(session.cached):
-            if not self._can_truncate(session, start) or not self._ll.llama_memory_seq_rm(session.memory, 0, start, -1):
+            if not self._can_truncate(session, start) or not self._ll.llama_memory_seq_rm(
+                session.memory, 0, start, -1
+            ):
                 session.clear(self._ll)
                 return 0
             session.cached = session.cached[:start]
@@ -361,7 +395,9 @@ class LlamaCoordinator:
         oldest = int(self._ll.llama_memory_seq_pos_min(session.memory, 0))
         return oldest <= max(0, start - self._window + 1) and start % ring <= start - oldest
 
-    def _decode(self, tokens: list[int], begin: int, end: int, *, outputs_from: int, seq: int = 0) -> None:
+    def _decode(
+        self, tokens: list[int], begin: int, end: int, *, outputs_from: int, seq: int = 0
+    ) -> None:
         """Evaluate tokens[begin:end] at their positions, marking those from `outputs_from` on
         as outputs. Batches are cut so that none is smaller than MIN_EXACT_BATCH (when the span
         allows), and the last one holds every output. Sequence 1 is scratch: not recorded."""
@@ -370,7 +406,9 @@ class LlamaCoordinator:
         session = self._session
         for chunk, stop in spans(begin, end, self.n_batch, MIN_EXACT_BATCH):
             try:
-                decode(session.ctx, self._batch, tokens[chunk:stop], chunk, outputs_from - chunk, seq)
+                decode(
+                    session.ctx, self._batch, tokens[chunk:stop], chunk, outputs_from - chunk, seq
+                )
             except RuntimeError:
                 self.reset()
                 raise
@@ -412,7 +450,9 @@ class StreamingPrefill:
     arrived in chunks of at most STREAM_CHUNK tokens. `finish` stops it after the chunk in
     flight. A failure here only costs speed: the next `encode` evaluates what is missing."""
 
-    def __init__(self, coordinator: LlamaCoordinator, transcript: Transcript, agent: str, role: Role) -> None:
+    def __init__(
+        self, coordinator: LlamaCoordinator, transcript: Transcript, agent: str, role: Role
+    ) -> None:
         self._coordinator = coordinator
         self._partial = lambda text: transcript.with_turn(Turn(agent, role, text))
         self._pieces: list[str] = []

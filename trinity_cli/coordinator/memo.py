@@ -30,12 +30,16 @@ from trinity_cli.store.table import KeyValueStore, Table
 class MemoCoordinator:
     SCHEMA = ("states", "vec", "BLOB")
 
-    def __init__(self, inner, backbone_sha256: str, path: Path | None = None, table: Table | None = None) -> None:
+    def __init__(
+        self, inner, backbone_sha256: str, path: Path | None = None, table: Table | None = None
+    ) -> None:
         """Persisted on `path`, or in another process's store (`table`: see train/ray_runner.py)."""
         self.inner = inner
         self.hidden_size = inner.hidden_size
         produced_by = json.dumps(inner.numerics, sort_keys=True)  # see llamacpp.numerics
-        self._prefix = f"{backbone_sha256}\0{produced_by}\0{inner.transcript_format}\0{inner.token_position}\0"
+        self._prefix = (
+            f"{backbone_sha256}\0{produced_by}\0{inner.transcript_format}\0{inner.token_position}\0"
+        )
         self.numerics = inner.numerics
         self.memory: dict[str, np.ndarray] = {}
         self.hits = 0

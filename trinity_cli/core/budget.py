@@ -61,13 +61,19 @@ class Budget:
         if not self.overruns:
             return None
         calls = "call" if self.overruns == 1 else "calls"
-        return (f"{self.overruns} {calls} cost ${self.overrun_usd:.6f} more than reserved in all "
-                "(usage above the worst case of max_tokens and the prompt); "
-                f"spent ${self.spent_usd:.6f}")
+        return (
+            f"{self.overruns} {calls} cost ${self.overrun_usd:.6f} more than reserved in all "
+            "(usage above the worst case of max_tokens and the prompt); "
+            f"spent ${self.spent_usd:.6f}"
+        )
 
     def as_json(self) -> dict[str, Any]:
-        return {"limit_usd": self.limit_usd, "spent_usd": self.spent_usd, "overruns": self.overruns,
-                "overrun_usd": self.overrun_usd}
+        return {
+            "limit_usd": self.limit_usd,
+            "spent_usd": self.spent_usd,
+            "overruns": self.overruns,
+            "overrun_usd": self.overrun_usd,
+        }
 
 
 def may_be_billed(error: ProviderError) -> bool:

@@ -104,8 +104,12 @@ class EpisodeState:
         return len(self.records) + 1
 
 
-def new_state(problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS,
-              mask: np.ndarray | None = None) -> EpisodeState:
+def new_state(
+    problem: Problem,
+    agent_names: Sequence[str],
+    max_turns: int = DEFAULT_MAX_TURNS,
+    mask: np.ndarray | None = None,
+) -> EpisodeState:
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
     return EpisodeState(Transcript(problem), tuple(agent_names), max_turns, mask=mask)
@@ -130,12 +134,23 @@ def next_decision(
         if coordinator is None:
             raise ValueError("this policy needs a coordinator")
         encoding = coordinator.encode(state.transcript)
-        hidden, seconds, tokens, cut = encoding.hidden, encoding.seconds, encoding.tokens, encoding.input_truncated
+        hidden, seconds, tokens, cut = (
+            encoding.hidden,
+            encoding.seconds,
+            encoding.tokens,
+            encoding.input_truncated,
+        )
     return decision_from(state, policy.choose(hidden, state.next_turn), draws, seconds, tokens, cut)
 
 
-def decision_from(state: EpisodeState, choice: Choice, draws: tuple[float, float] | None = None,
-                  seconds: float = 0.0, tokens: int = 0, input_truncated: Truncation | None = None) -> Decision:
+def decision_from(
+    state: EpisodeState,
+    choice: Choice,
+    draws: tuple[float, float] | None = None,
+    seconds: float = 0.0,
+    tokens: int = 0,
+    input_truncated: Truncation | None = None,
+) -> Decision:
     """The turn's (agent, role) from the policy's probabilities: the mask, a Thinker's named role
     and greedy or sampled choice applied (`core.head.decide`)."""
     forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
@@ -168,7 +183,9 @@ def request_for(state: EpisodeState, decision: Decision) -> Request | None:
         answer_prefix=problem.code_prompt if decision.role is Role.WORKER else "",
         task_id=problem.task_id,
         candidate=state.transcript.latest_answer,
-        attempt=sum(t.agent == decision.agent and t.role is Role.WORKER for t in state.transcript.turns),
+        attempt=sum(
+            t.agent == decision.agent and t.role is Role.WORKER for t in state.transcript.turns
+        ),
     )
 
 
@@ -180,8 +197,17 @@ def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnR
     answer = extract_code(reply.text) if decision.role is Role.WORKER else None
     verdict = parse_verdict(reply.text) if decision.role is Role.VERIFIER else None
     record = TurnRecord(
-        decision, reply.text, answer, verdict, reply.tokens_in, reply.tokens_out,
-        reply.usd, reply.usd_estimated, reply.seconds, reply.truncated, reply.input_truncated,
+        decision,
+        reply.text,
+        answer,
+        verdict,
+        reply.tokens_in,
+        reply.tokens_out,
+        reply.usd,
+        reply.usd_estimated,
+        reply.seconds,
+        reply.truncated,
+        reply.input_truncated,
     )
     state.transcript = state.transcript.with_turn(record.as_turn())
     state.role_override = parse_next_role(reply.text) if decision.role is Role.THINKER else None
@@ -216,11 +242,17 @@ def apply_check(state: EpisodeState, check: AnswerCheck | None) -> CheckOutcome 
     if outcome is not None and not outcome.passed:
         if state.verdict == ACCEPTED:  # overruled: the next agents see why
             last = state.transcript.turns[-1]
-            what = "syntax check: the answer does not parse" if outcome.source == "syntax" else \
-                "execution check: the answer FAILED the tests"
+            what = (
+                "syntax check: the answer does not parse"
+                if outcome.source == "syntax"
+                else "execution check: the answer FAILED the tests"
+            )
             note = f"{last.text}\n\n[{what}]\n{outcome.summary[-CHECK_NOTE_CHARS:]}"
-            state.transcript = Transcript(state.transcript.problem, state.transcript.turns[:-1]
-                                          + (Turn(last.agent, last.role, note, last.answer, "reject"),))
+            state.transcript = Transcript(
+                state.transcript.problem,
+                state.transcript.turns[:-1]
+                + (Turn(last.agent, last.role, note, last.answer, "reject"),),
+            )
         state.verdict = TESTS_FAILED if len(state.records) >= state.max_turns else None
     return outcome if fresh else None
 
@@ -250,7 +282,9 @@ def run_episode(
     check: AnswerCheck | None = None,
 ) -> EpisodeResult:
     """Run one episode to its end. Ctrl-C ends it with verdict `interrupted`, turns kept."""
-    state = new_state(problem, [a.name for a in agents], max_turns, role_mask([a.roles for a in agents]))
+    state = new_state(
+        problem, [a.name for a in agents], max_turns, role_mask([a.roles for a in agents])
+    )
     budget = budget or Budget()
     rng = None if sample_seed is None else np.random.default_rng(sample_seed)
     try:
@@ -258,8 +292,14 @@ def run_episode(
             draws = None if rng is None else (float(rng.random()), float(rng.random()))
             decision = next_decision(state, coordinator, policy, draws)
             agent = agents[decision.agent_index]
-            take_turn(state, decision, agent, budget, on_event=on_event,
-                      begin_stream=partial(_stream_turn, coordinator, policy, agent, state, decision))
+            take_turn(
+                state,
+                decision,
+                agent,
+                budget,
+                on_event=on_event,
+                begin_stream=partial(_stream_turn, coordinator, policy, agent, state, decision),
+            )
             outcome = apply_check(state, check)
             if outcome is not None:
                 on_event(CheckFinished(decision.turn, outcome))
@@ -321,7 +361,9 @@ def take_turn(
     return record
 
 
-def _stream_turn(coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision) -> TurnStream | None:
+def _stream_turn(
+    coordinator, policy: Policy, agent: Agent, state: EpisodeState, decision: Decision
+) -> TurnStream | None:
     """The coordinator's encoder for this turn's streaming text, when it has one and it helps."""
     begin = getattr(coordinator, "stream_turn", None)
     if begin is None or not policy.needs_hidden or not agent.remote:

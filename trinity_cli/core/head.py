@@ -59,7 +59,9 @@ class LinearHead:
     mean: np.ndarray  # (d,)
     std: np.ndarray  # (d,)
     basis: np.ndarray | None = None  # (k, d) PCA basis, or None for the full head
-    turn_features: int = 0  # T: indicators of turns 1..T after the state's k (later turns count as T)
+    turn_features: int = (
+        0  # T: indicators of turns 1..T after the state's k (later turns count as T)
+    )
 
     needs_hidden = True
 
@@ -80,7 +82,9 @@ class LinearHead:
     def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
         if hidden is None:
             raise ValueError("a linear head needs the coordinator's hidden state")
-        logits = self.weights @ np.concatenate([self.features(hidden), turn_indicators(turn, self.turn_features)])
+        logits = self.weights @ np.concatenate(
+            [self.features(hidden), turn_indicators(turn, self.turn_features)]
+        )
         return Choice(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
 
     @property
@@ -90,7 +94,9 @@ class LinearHead:
 
     def with_weights(self, flat: np.ndarray) -> LinearHead:
         """The same head with new parameters (the optimizer's flat vector)."""
-        return LinearHead(flat.reshape(self.weights.shape), self.mean, self.std, self.basis, self.turn_features)
+        return LinearHead(
+            flat.reshape(self.weights.shape), self.mean, self.std, self.basis, self.turn_features
+        )
 
 
 @dataclass(frozen=True)
@@ -170,8 +176,12 @@ class PipelinePolicy:
     needs_hidden = False
 
     def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
-        steps = [(a, r) for a in range(self.n_agents) for r in range(N_ROLES)
-                 if self.mask is None or self.mask[a, r]]
+        steps = [
+            (a, r)
+            for a in range(self.n_agents)
+            for r in range(N_ROLES)
+            if self.mask is None or self.mask[a, r]
+        ]
         agent_index, role_index = steps[(turn - 1) % len(steps)]
         agent = np.zeros(self.n_agents)
         agent[agent_index] = 1.0
@@ -220,8 +230,12 @@ class Pick:
     forced: bool  # the role came from `forced_role`
 
 
-def decide(choice: Choice, mask: np.ndarray | None, draws: tuple[float, float] | None = None,
-           forced_role: int | None = None) -> Pick:
+def decide(
+    choice: Choice,
+    mask: np.ndarray | None,
+    draws: tuple[float, float] | None = None,
+    forced_role: int | None = None,
+) -> Pick:
     """Greedy: the joint argmax. Sampled: the agent from the masked joint's marginal with
     draws[0], the role given that agent with draws[1]. A forced role (a Thinker's
     <next_role>) picks the agent among those that may play it; when none may, it is ignored.
@@ -230,8 +244,12 @@ def decide(choice: Choice, mask: np.ndarray | None, draws: tuple[float, float] |
     if mask is None:
         agent = pick(choice.agent_probs, u_agent)
         role = forced_role if forced_role is not None else pick(choice.role_probs, u_role)
-        p = choice.agent_probs[agent] * (1.0 if forced_role is not None else choice.role_probs[role])
-        return Pick(agent, role, choice.agent_probs, choice.role_probs, float(p), forced_role is not None)
+        p = choice.agent_probs[agent] * (
+            1.0 if forced_role is not None else choice.role_probs[role]
+        )
+        return Pick(
+            agent, role, choice.agent_probs, choice.role_probs, float(p), forced_role is not None
+        )
     joint = np.outer(choice.agent_probs, choice.role_probs) * mask
     if joint.sum() <= 0:  # all the policy's mass on forbidden pairs: uniform over allowed ones
         joint = mask.astype(np.float64)
@@ -240,7 +258,9 @@ def decide(choice: Choice, mask: np.ndarray | None, draws: tuple[float, float] |
     if forced_role is not None and joint[:, forced_role].sum() > 0:
         given_role = joint[:, forced_role] / joint[:, forced_role].sum()
         agent = pick(given_role, u_agent)
-        return Pick(agent, forced_role, agent_marginal, role_marginal, float(given_role[agent]), True)
+        return Pick(
+            agent, forced_role, agent_marginal, role_marginal, float(given_role[agent]), True
+        )
     if draws is None:
         agent, role = (int(i) for i in np.unravel_index(int(np.argmax(joint)), joint.shape))
     else:

@@ -45,7 +45,13 @@ class Profile:
 
     @property
     def cost(self) -> float:
-        return max(math.log10(self.usd_per_answer) if self.usd_per_answer > 0 else COST_FLOOR, COST_FLOOR) + 3.0
+        return (
+            max(
+                math.log10(self.usd_per_answer) if self.usd_per_answer > 0 else COST_FLOOR,
+                COST_FLOOR,
+            )
+            + 3.0
+        )
 
     def vector(self) -> np.ndarray:
         import numpy as np  # not at import: `trinity pool` reads profiles without numpy
@@ -65,5 +71,6 @@ def measure(passes: Sequence[float], states: np.ndarray, usd_per_answer: float) 
     mean, centre = float(y.mean()), z.mean(axis=0)
     x = z - centre
     skill = np.linalg.solve(x.T @ x + RIDGE * len(y) * np.eye(z.shape[1]), x.T @ (y - mean))
-    return Profile(mean, tuple(float(s) for s in skill), float(usd_per_answer), len(y),
-                   float(centre @ skill))
+    return Profile(
+        mean, tuple(float(s) for s in skill), float(usd_per_answer), len(y), float(centre @ skill)
+    )

@@ -33,7 +33,9 @@ class Request:
     task_id: str = ""  # the task, when it comes from a task set
     candidate: str | None = None  # the latest Worker answer (what a Verifier checks)
     sample: int = 0  # sample index: repeated identical calls that want different replies
-    attempt: int = 0  # Worker answers this agent already gave in this episode (a replay agent's repair round)
+    attempt: int = (
+        0  # Worker answers this agent already gave in this episode (a replay agent's repair round)
+    )
 
     def completion_prompt(self) -> str:
         return f"{self.system}\n\n{self.user}\n\n{self.lead}{self.answer_prefix}"
@@ -58,7 +60,9 @@ class Reply:
 
 class Provider(Protocol):
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply: ...
 

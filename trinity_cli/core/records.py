@@ -52,7 +52,9 @@ class Decision:
     coordinator_seconds: float
     coordinator_tokens: int
     chosen_probability: float | None = None  # of this choice, when a role mask made it differ
-    input_truncated: Truncation | None = None  # what the coordinator cut of the transcript to read it
+    input_truncated: Truncation | None = (
+        None  # what the coordinator cut of the transcript to read it
+    )
 
     @property
     def probability(self) -> float:
@@ -60,7 +62,9 @@ class Decision:
         when a Thinker named the role)."""
         if self.chosen_probability is not None:
             return self.chosen_probability
-        role_p = 1.0 if self.role_source == "thinker" else self.role_probs[ROLE_ORDER.index(self.role)]
+        role_p = (
+            1.0 if self.role_source == "thinker" else self.role_probs[ROLE_ORDER.index(self.role)]
+        )
         return self.agent_probs[self.agent_index] * role_p
 
 

@@ -44,13 +44,17 @@ SYSTEM_PROMPTS: dict[Role, str] = {
 
 # Added to the Worker's prompt when the answer is judged as a program on stdin/stdout samples:
 # a Worker told to define "everything the task asks for" would otherwise write a function.
-STDIN_PROGRAM_NOTE = (" This task is a program: write a complete script that reads the input from stdin and "
-                      "prints the answer to stdout, not just a function.")
+STDIN_PROGRAM_NOTE = (
+    " This task is a program: write a complete script that reads the input from stdin and "
+    "prints the answer to stdout, not just a function."
+)
 
 
 def system_prompt(role: Role, stdin_program: bool = False) -> str:
     """The role's system prompt; a Worker on a stdin/stdout problem is told to write a program."""
-    return SYSTEM_PROMPTS[role] + (STDIN_PROGRAM_NOTE if stdin_program and role is Role.WORKER else "")
+    return SYSTEM_PROMPTS[role] + (
+        STDIN_PROGRAM_NOTE if stdin_program and role is Role.WORKER else ""
+    )
 
 
 # What a completion-mode (base) model is asked to continue after the transcript.
@@ -61,7 +65,9 @@ COMPLETION_LEADS: dict[Role, str] = {
 }
 
 _VERDICT_TAG = re.compile(r"<verdict>\s*(accept|reject)\s*</verdict>", re.IGNORECASE)
-_VERDICT_LINE = re.compile(r"^\s*verdict\s*:\s*\**\s*(accept|reject)\b", re.IGNORECASE | re.MULTILINE)
+_VERDICT_LINE = re.compile(
+    r"^\s*verdict\s*:\s*\**\s*(accept|reject)\b", re.IGNORECASE | re.MULTILINE
+)
 _NEXT_ROLE = re.compile(r"<next_role>\s*(thinker|worker|verifier)\s*</next_role>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
@@ -90,7 +96,9 @@ def extract_code(text: str) -> str | None:
     An empty reply gives None.
     """
     blocks = [
-        body for lang, body in _FENCE.findall(text) if lang.lower() in ("", "python", "py", "python3")
+        body
+        for lang, body in _FENCE.findall(text)
+        if lang.lower() in ("", "python", "py", "python3")
     ]
     blocks = [b.strip("\n") for b in blocks if b.strip()]
     if blocks:

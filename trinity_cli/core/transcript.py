@@ -87,7 +87,9 @@ class Transcript:
                 return turn.answer
         return None
 
-    def coordinator_segments(self, fmt: TranscriptFormat = CURRENT_FORMAT, *, last_open: bool = False) -> list[str]:
+    def coordinator_segments(
+        self, fmt: TranscriptFormat = CURRENT_FORMAT, *, last_open: bool = False
+    ) -> list[str]:
         """The segments in format `fmt`, problem first; the cue is not included.
 
         `last_open`: the last turn is still being written, so its segment has no end tag yet."""

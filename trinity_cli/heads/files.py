@@ -54,14 +54,22 @@ def agent_roles(pool: Pool) -> list[list[str]]:
 
 
 def metadata_for(backbone: Backbone, pool: Pool, hidden_size: int, **extra: Any) -> dict[str, Any]:
-    return _metadata(backbone, hidden_size, agents=agents_signature(pool), agent_roles=agent_roles(pool), **extra)
+    return _metadata(
+        backbone, hidden_size, agents=agents_signature(pool), agent_roles=agent_roles(pool), **extra
+    )
 
 
-def universal_metadata(backbone: Backbone, hidden_size: int, head: Any, **extra: Any) -> dict[str, Any]:
+def universal_metadata(
+    backbone: Backbone, hidden_size: int, head: Any, **extra: Any
+) -> dict[str, Any]:
     """A universal head's sidecar: no agents; the profile definition and basis it reads."""
     from trinity_cli.core.profile import DEFINITION
 
-    profile = {"definition": DEFINITION, "size": int(head.profiles.shape[1]), "basis_sha256": basis_sha256(head)}
+    profile = {
+        "definition": DEFINITION,
+        "size": int(head.profiles.shape[1]),
+        "basis_sha256": basis_sha256(head),
+    }
     return _metadata(backbone, hidden_size, kind=UNIVERSAL, agents=[], profile=profile, **extra)
 
 
@@ -97,18 +105,27 @@ def mismatches(meta: dict[str, Any], backbone: Backbone, pool: Pool) -> list[str
     """Each difference as 'what: head has X, this run has Y' (empty when the head fits). A
     universal head fits any pool: its agents come from their profiles."""
     found = []
-    pairs = [] if is_plan(meta) else [  # a plan reads no state
-        ("backbone sha256", meta.get("backbone", {}).get("sha256"), backbone.sha256),
-        ("token position", meta.get("token_position"), backbone.token_position),
-        ("transcript format", meta.get("transcript_format"), backbone.transcript_format),
-    ]
+    pairs = (
+        []
+        if is_plan(meta)
+        else [  # a plan reads no state
+            ("backbone sha256", meta.get("backbone", {}).get("sha256"), backbone.sha256),
+            ("token position", meta.get("token_position"), backbone.token_position),
+            ("transcript format", meta.get("transcript_format"), backbone.transcript_format),
+        ]
+    )
     pairs.append(("roles", meta.get("roles"), [r.value for r in ROLE_ORDER]))
     if not is_universal(meta):
         pairs += [
             ("agents", meta.get("agents"), agents_signature(pool)),
             # heads from before role masks were recorded let every agent play every role
-            ("agent roles", meta.get("agent_roles", [[r.value for r in ROLE_ORDER]] * len(meta.get("agents", []))),
-             agent_roles(pool)),
+            (
+                "agent roles",
+                meta.get(
+                    "agent_roles", [[r.value for r in ROLE_ORDER]] * len(meta.get("agents", []))
+                ),
+                agent_roles(pool),
+            ),
         ]
     for what, head_value, run_value in pairs:
         if head_value != run_value:
@@ -120,13 +137,20 @@ def numerics_mismatches(meta: dict[str, Any], numerics: dict[str, Any]) -> list[
     """How this run's coordinator numerics differ from those that produced the head's training
     states (`llamacpp.numerics`); a head from before they were recorded says nothing."""
     recorded = meta.get("numerics") or {}
-    return [f"{key} {_show(recorded.get(key))} (head) vs {_show(value)} (here)"
-            for key, value in numerics.items() if recorded and recorded.get(key) != value]
+    return [
+        f"{key} {_show(recorded.get(key))} (head) vs {_show(value)} (here)"
+        for key, value in numerics.items()
+        if recorded and recorded.get(key) != value
+    ]
 
 
 def _show(value: Any) -> str:
     if isinstance(value, list) and value and isinstance(value[0], dict):
-        return "[" + ", ".join(f"{v.get('name')}={v.get('provider')}:{v.get('model')}" for v in value) + "]"
+        return (
+            "["
+            + ", ".join(f"{v.get('name')}={v.get('provider')}:{v.get('model')}" for v in value)
+            + "]"
+        )
     return json.dumps(value) if not isinstance(value, str) else value
 
 
@@ -138,9 +162,13 @@ def read_metadata(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(sidecar(path).read_text("utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"weights {path}: metadata sidecar {sidecar(path).name} is missing") from None
+        raise ConfigError(
+            f"weights {path}: metadata sidecar {sidecar(path).name} is missing"
+        ) from None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"weights {path}: metadata {sidecar(path).name} is unreadable: {exc}") from None
+        raise ConfigError(
+            f"weights {path}: metadata {sidecar(path).name} is unreadable: {exc}"
+        ) from None
     if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
         raise ConfigError(f"weights {path}: metadata format_version must be {FORMAT_VERSION}")
     return meta
@@ -198,8 +226,9 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
             f"weights {path}: arrays do not fit the metadata (weights {weights.shape}, expected "
             f"({n_agents}+{N_ROLES}, {k}+{turns}) for {n_agents} agents, hidden size {d} and {turns} turn features)"
         )
-    return LinearHead(weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis,
-                      turns), meta
+    return LinearHead(
+        weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis, turns
+    ), meta
 
 
 def _turn_features(path: Path, arrays: dict[str, Any]) -> int:
@@ -220,21 +249,41 @@ def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
 
     profile = meta.get("profile", {})
     if profile.get("definition") != DEFINITION:
-        raise ConfigError(f"weights {path}: its agents' profiles are defined as {profile.get('definition')!r}; "
-                          f"this version measures {DEFINITION!r}: use a universal head made for it")
+        raise ConfigError(
+            f"weights {path}: its agents' profiles are defined as {profile.get('definition')!r}; "
+            f"this version measures {DEFINITION!r}: use a universal head made for it"
+        )
     missing = [k for k in ("params", "mean", "std", "basis") if k not in arrays]
     if missing:
         raise ConfigError(f"weights {path}: array {missing[0]!r} is missing")
-    basis, size, turns = arrays["basis"].astype(np.float64), int(profile.get("size", 0)), _turn_features(path, arrays)
+    basis, size, turns = (
+        arrays["basis"].astype(np.float64),
+        int(profile.get("size", 0)),
+        _turn_features(path, arrays),
+    )
     k, d = basis.shape
-    if (arrays["params"].shape != (UniversalHead.size(k, size, turns),) or arrays["mean"].shape != (d,)
-            or d != meta.get("hidden_size") or not all(np.isfinite(a).all() for a in arrays.values())):
-        raise ConfigError(f"weights {path}: arrays do not fit the metadata (a universal head of {k} components, "
-                          f"{turns} turn features, profiles of {size} values, hidden size {meta.get('hidden_size')})")
-    head = UniversalHead(arrays["params"].astype(np.float64), arrays["mean"].astype(np.float64),
-                         arrays["std"].astype(np.float64), basis, np.zeros((0, size)), turns)
+    if (
+        arrays["params"].shape != (UniversalHead.size(k, size, turns),)
+        or arrays["mean"].shape != (d,)
+        or d != meta.get("hidden_size")
+        or not all(np.isfinite(a).all() for a in arrays.values())
+    ):
+        raise ConfigError(
+            f"weights {path}: arrays do not fit the metadata (a universal head of {k} components, "
+            f"{turns} turn features, profiles of {size} values, hidden size {meta.get('hidden_size')})"
+        )
+    head = UniversalHead(
+        arrays["params"].astype(np.float64),
+        arrays["mean"].astype(np.float64),
+        arrays["std"].astype(np.float64),
+        basis,
+        np.zeros((0, size)),
+        turns,
+    )
     if basis_sha256(head) != profile.get("basis_sha256"):
-        raise ConfigError(f"weights {path}: its basis does not match the basis_sha256 of its metadata")
+        raise ConfigError(
+            f"weights {path}: its basis does not match the basis_sha256 of its metadata"
+        )
     return head
 
 
@@ -244,9 +293,21 @@ def _plan(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
 
     steps = arrays.get("plan")
     n_agents = len(meta.get("agents", []))
-    if (steps is None or steps.ndim != 2 or steps.shape[1] != 2 or not len(steps)
-            or not ((0 <= steps[:, 0]) & (steps[:, 0] < n_agents) & (0 <= steps[:, 1]) & (steps[:, 1] < len(ROLE_ORDER))).all()):
-        raise ConfigError(f"weights {path}: array 'plan' must hold (agent, role) index pairs for its {n_agents} agents")
+    if (
+        steps is None
+        or steps.ndim != 2
+        or steps.shape[1] != 2
+        or not len(steps)
+        or not (
+            (0 <= steps[:, 0])
+            & (steps[:, 0] < n_agents)
+            & (0 <= steps[:, 1])
+            & (steps[:, 1] < len(ROLE_ORDER))
+        ).all()
+    ):
+        raise ConfigError(
+            f"weights {path}: array 'plan' must hold (agent, role) index pairs for its {n_agents} agents"
+        )
     return PlanPolicy(n_agents, tuple((int(a), ROLE_ORDER[int(r)]) for a, r in steps))
 
 
@@ -261,7 +322,11 @@ def save_head(path: Path, head: Any, meta: dict[str, Any]) -> None:
     if isinstance(head, UniversalHead):
         arrays = {"params": head.params, "mean": head.mean, "std": head.std, "basis": head.basis}
     elif isinstance(head, PlanPolicy):
-        arrays = {"plan": np.array([[agent, ROLE_ORDER.index(role)] for agent, role in head.plan], dtype=np.int64)}
+        arrays = {
+            "plan": np.array(
+                [[agent, ROLE_ORDER.index(role)] for agent, role in head.plan], dtype=np.int64
+            )
+        }
     else:
         arrays = {"weights": head.weights, "mean": head.mean, "std": head.std}
         if head.basis is not None:
@@ -294,8 +359,11 @@ def newest_fitting(directory: Path, backbone: Backbone, pool: Pool) -> tuple[Pat
             meta = read_metadata(path)
         except ConfigError:
             continue
-        if (meta.get("auto_select", True) and not is_universal(meta)  # a universal head has its own step
-                and not mismatches(meta, in_head_format(meta, backbone), pool)):
+        if (
+            meta.get("auto_select", True)
+            and not is_universal(meta)  # a universal head has its own step
+            and not mismatches(meta, in_head_format(meta, backbone), pool)
+        ):
             fitting.append((str(meta.get("created", "")), path.stat().st_mtime_ns, path))
     return (max(fitting)[2] if fitting else None), len(heads)
 
@@ -310,9 +378,13 @@ def resolve(value: str) -> Path:
         named = directory / f"{value}.npz"
         if "/" not in value and named.is_file():
             return named
-    names = sorted({p.stem for d in (shipped_dir(), user_heads_dir()) if d.is_dir() for p in d.glob("*.npz")})
-    raise ConfigError(f"weights {value}: no such file ({path.resolve()}), and no head of that name "
-                      f"(names: {', '.join(names) or 'none'})")
+    names = sorted(
+        {p.stem for d in (shipped_dir(), user_heads_dir()) if d.is_dir() for p in d.glob("*.npz")}
+    )
+    raise ConfigError(
+        f"weights {value}: no such file ({path.resolve()}), and no head of that name "
+        f"(names: {', '.join(names) or 'none'})"
+    )
 
 
 def plan_path(out: Path) -> Path:

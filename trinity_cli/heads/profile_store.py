@@ -57,13 +57,21 @@ def profiles_path() -> Path:
 
 
 def agent_fields(spec: AgentSpec) -> dict[str, Any]:
-    fields: dict[str, Any] = {"provider": spec.provider, "model": spec.model, "base_url": spec.base_url,
-                              "temperature": spec.temperature, "mode": spec.mode, "max_tokens": spec.max_tokens,
-                              "stop": list(spec.stop)}
+    fields: dict[str, Any] = {
+        "provider": spec.provider,
+        "model": spec.model,
+        "base_url": spec.base_url,
+        "temperature": spec.temperature,
+        "mode": spec.mode,
+        "max_tokens": spec.max_tokens,
+        "stop": list(spec.stop),
+    }
     if spec.provider == "replay":
         record = Path(spec.record or "")
         stat = record.stat()
-        fields.update(record_sha256=_file_sha256(record, stat.st_mtime_ns, stat.st_size), seed=spec.seed)
+        fields.update(
+            record_sha256=_file_sha256(record, stat.st_mtime_ns, stat.st_size), seed=spec.seed
+        )
     if spec.provider == "sim":
         fields.update(skills=spec.skills, default_skill=spec.default_skill, seed=spec.seed)
     return fields
@@ -80,7 +88,9 @@ def agent_key(spec: AgentSpec, scale: Scale) -> str:
 
 
 def full_key(spec: AgentSpec, scale: Scale, task_ids: Sequence[str]) -> str:
-    return _digest({"agent": agent_key(spec, scale), "task_ids": list(task_ids), "n": len(task_ids)})
+    return _digest(
+        {"agent": agent_key(spec, scale), "task_ids": list(task_ids), "n": len(task_ids)}
+    )
 
 
 def _digest(value: Any) -> str:
@@ -93,30 +103,49 @@ class ProfileStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path)
         with self._db:
-            self._db.execute("CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, agent_key TEXT, "
-                             "created TEXT, body TEXT)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, agent_key TEXT, "
+                "created TEXT, body TEXT)"
+            )
 
     def put(self, spec: AgentSpec, scale: Scale, task_ids: Sequence[str], profile: Profile) -> None:
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        body = json.dumps({"profile": asdict(profile), "task_ids": list(task_ids), "agent": spec.name,
-                           "scale": asdict(scale)})
+        body = json.dumps(
+            {
+                "profile": asdict(profile),
+                "task_ids": list(task_ids),
+                "agent": spec.name,
+                "scale": asdict(scale),
+            }
+        )
         with self._db:
-            self._db.execute("INSERT OR REPLACE INTO profiles VALUES (?, ?, ?, ?)",
-                             (full_key(spec, scale, task_ids), agent_key(spec, scale), created, body))
+            self._db.execute(
+                "INSERT OR REPLACE INTO profiles VALUES (?, ?, ?, ?)",
+                (full_key(spec, scale, task_ids), agent_key(spec, scale), created, body),
+            )
 
-    def get(self, spec: AgentSpec, scale: Scale, task_ids: Sequence[str] | None = None) -> StoredProfile | None:
+    def get(
+        self, spec: AgentSpec, scale: Scale, task_ids: Sequence[str] | None = None
+    ) -> StoredProfile | None:
         """The newest profile of this agent on this scale (on exactly `task_ids`, if given)."""
         if task_ids is None:
-            row = self._db.execute("SELECT created, body FROM profiles WHERE agent_key = ? "
-                                   "ORDER BY created DESC, rowid DESC LIMIT 1", (agent_key(spec, scale),)).fetchone()
+            row = self._db.execute(
+                "SELECT created, body FROM profiles WHERE agent_key = ? "
+                "ORDER BY created DESC, rowid DESC LIMIT 1",
+                (agent_key(spec, scale),),
+            ).fetchone()
         else:
-            row = self._db.execute("SELECT created, body FROM profiles WHERE key = ?",
-                                   (full_key(spec, scale, task_ids),)).fetchone()
+            row = self._db.execute(
+                "SELECT created, body FROM profiles WHERE key = ?",
+                (full_key(spec, scale, task_ids),),
+            ).fetchone()
         if row is None:
             return None
         body = json.loads(row[1])
         raw = body["profile"]
-        profile = Profile(raw["pass_rate"], tuple(raw["skill"]), raw["usd_per_answer"], raw["n"], raw["offset"])
+        profile = Profile(
+            raw["pass_rate"], tuple(raw["skill"]), raw["usd_per_answer"], raw["n"], raw["offset"]
+        )
         return StoredProfile(profile, row[0])
 
     def close(self) -> None:

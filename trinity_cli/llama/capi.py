@@ -58,7 +58,9 @@ def default_threads() -> int:
     """The cores this process may run on (a CPU affinity mask or container limit can leave
     fewer than the machine has: more threads than cores make llama.cpp's spinning threads wait
     on each other), at most 8."""
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    usable = (
+        os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    )
     return max(1, min(8, len(usable)))
 
 
@@ -69,8 +71,13 @@ def numerics(*, n_batch: int, swa_ring: int | None) -> dict[str, Any]:
     Memoized states and each head's metadata carry it, so states made otherwise are never mixed."""
     info = _ll().llama_print_system_info().decode("utf-8", "replace")
     features = sorted(set(re.findall(r"(\w+) = 1\b", info)))
-    return {"llama_cpp": str(_ll().__version__), "cpu_features": ",".join(features), "n_batch": n_batch,
-            "swa_ring": swa_ring or 0, "flash_attention": False}
+    return {
+        "llama_cpp": str(_ll().__version__),
+        "cpu_features": ",".join(features),
+        "n_batch": n_batch,
+        "swa_ring": swa_ring or 0,
+        "flash_attention": False,
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,7 +125,9 @@ class Model:
 
     def architecture(self) -> str:
         buffer = ctypes.create_string_buffer(128)
-        n = _ll().llama_model_meta_val_str(self.handle, b"general.architecture", buffer, len(buffer))
+        n = _ll().llama_model_meta_val_str(
+            self.handle, b"general.architecture", buffer, len(buffer)
+        )
         return buffer.value.decode("utf-8", "replace") if n > 0 else ""
 
     def sliding_window_ring(self, *, n_ctx: int, n_ubatch: int) -> int | None:
@@ -157,7 +166,9 @@ class Model:
     def new_context(self, params: Any) -> Any:
         ctx = _ll().llama_init_from_model(self.handle, params)
         if not ctx:
-            raise ConfigError(f"could not create a llama.cpp context (n_ctx={params.n_ctx}) for {self.path}")
+            raise ConfigError(
+                f"could not create a llama.cpp context (n_ctx={params.n_ctx}) for {self.path}"
+            )
         return ctx
 
 
@@ -174,7 +185,14 @@ def spans(begin: int, end: int, size: int, min_last: int = 1) -> list[tuple[int,
     return cuts
 
 
-def decode(ctx: Any, batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int, seq: int = 0) -> None:
+def decode(
+    ctx: Any,
+    batch: Any,
+    tokens: Sequence[int],
+    first_position: int,
+    outputs_from: int,
+    seq: int = 0,
+) -> None:
     """One llama_decode of `tokens` (at most the batch's size) at positions first_position...;
     those from index `outputs_from` on are outputs."""
     fill_batch(batch, tokens, first_position, outputs_from, seq)
@@ -183,7 +201,9 @@ def decode(ctx: Any, batch: Any, tokens: Sequence[int], first_position: int, out
         raise RuntimeError(f"llama_decode failed with status {status}")
 
 
-def fill_batch(batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int, seq: int = 0) -> None:
+def fill_batch(
+    batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int, seq: int = 0
+) -> None:
     """Load `tokens` into a llama_batch at positions first_position..., all in sequence `seq`;
     those from index `outputs_from` on are outputs."""
     for i, token in enumerate(tokens):

@@ -84,5 +84,9 @@ def _stamp(path: Path, sha: str) -> None:
     stamp = _stamp_path(path)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     tmp = stamp.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha}))
+    tmp.write_text(
+        json.dumps(
+            {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha}
+        )
+    )
     os.replace(tmp, stamp)

@@ -49,8 +49,10 @@ class BundledPool:
 
 def pools() -> list[BundledPool]:
     manifest = json.loads((DATA / "manifest.json").read_text("utf-8"))["pools"]
-    return [BundledPool(name, entry["task_set"], tuple(entry["models"]), entry["source"])
-            for name, entry in sorted(manifest.items())]
+    return [
+        BundledPool(name, entry["task_set"], tuple(entry["models"]), entry["source"])
+        for name, entry in sorted(manifest.items())
+    ]
 
 
 def pool_names() -> list[str]:
@@ -77,5 +79,7 @@ def _find(name_or_path: str, kind: str, folder: Path, suffix: str) -> Path:
     names = _names(folder, suffix)
     if name_or_path in names:
         return folder / f"{name_or_path}{suffix}"
-    raise ConfigError(f"{kind} not found: {name_or_path!r} is no file and no bundled {kind} "
-                      f"(bundled: {', '.join(names)})")
+    raise ConfigError(
+        f"{kind} not found: {name_or_path!r} is no file and no bundled {kind} "
+        f"(bundled: {', '.join(names)})"
+    )

@@ -45,10 +45,14 @@ class AgentSpec:
     temperature: float | None = None  # None: the provider's default
     max_tokens: int = 512
     mode: str | None = None  # local: "completion" (base models) or "chat"
-    token_param: str | None = None  # openai: one of TOKEN_PARAMS; None: by endpoint (default_token_param)
+    token_param: str | None = (
+        None  # openai: one of TOKEN_PARAMS; None: by endpoint (default_token_param)
+    )
     stop: tuple[str, ...] = ()
     roles: tuple[str, ...] = ROLES  # the roles the coordinator may give this agent
-    n_ctx: int | None = None  # the context in tokens: local default 4096; remote, when given, prompts are fitted to it
+    n_ctx: int | None = (
+        None  # the context in tokens: local default 4096; remote, when given, prompts are fitted to it
+    )
     timeout_s: float = 120.0  # per attempt
     retries: int = 3  # extra attempts after a rate-limit, server or network error
     deadline_s: float = 300.0  # all attempts of one call together
@@ -99,8 +103,10 @@ def find_pool_file(flag: str | None) -> Path | None:
             except ConfigError:
                 close = difflib.get_close_matches(given, pool_names(), n=1)
                 hint = f"did you mean {close[0]}? " if close else ""
-                raise ConfigError(f"pool file not found: {given} ({hint}no such file, and no bundled pool of that "
-                                  f"name: {', '.join(pool_names())})") from None
+                raise ConfigError(
+                    f"pool file not found: {given} ({hint}no such file, and no bundled pool of that "
+                    f"name: {', '.join(pool_names())})"
+                ) from None
     for candidate in (Path("trinity.toml"), paths.config_dir() / "pool.toml"):
         if candidate.is_file():
             return candidate
@@ -141,7 +147,9 @@ def parse_pool(text: str, source: str) -> Pool:
         _check_keys(raw, _AGENT_KEYS, source, f"{where}.")
         agents.append(_agent(source, where, {**defaults, **raw}))
     if not any("worker" in agent.roles for agent in agents):
-        raise ConfigError(f"{source}: no agent may play worker (see the agents' roles): nobody could answer")
+        raise ConfigError(
+            f"{source}: no agent may play worker (see the agents' roles): nobody could answer"
+        )
     seen: set[str] = set()
     for agent in agents:
         if agent.name in seen:
@@ -161,7 +169,9 @@ def _check_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: s
         if key not in allowed:
             close = difflib.get_close_matches(key, sorted(allowed), n=1)
             hint = f"did you mean {prefix}{close[0]}? " if close else ""
-            raise ConfigError(f"{source}: unknown key {prefix}{key} ({hint}allowed: {', '.join(sorted(allowed))})")
+            raise ConfigError(
+                f"{source}: unknown key {prefix}{key} ({hint}allowed: {', '.join(sorted(allowed))})"
+            )
 
 
 def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
@@ -182,29 +192,48 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
     for key in ("price_in", "price_out", "temperature", "timeout_s", "deadline_s"):
         if key in raw:
             value = raw[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
                 raise bad(key, "must be a number")
             positive = key in ("timeout_s", "deadline_s")
             if value < 0 or (positive and value == 0):
                 raise bad(key, f"must be {'positive' if positive else 'zero or more'}, not {value}")
             raw[key] = float(value)
     for key in ("max_tokens", "n_ctx", "max_concurrency"):
-        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 1):
+        if key in raw and (
+            isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 1
+        ):
             raise bad(key, "must be a positive integer")
-    if "retries" in raw and (isinstance(raw["retries"], bool) or not isinstance(raw["retries"], int) or raw["retries"] < 0):
+    if "retries" in raw and (
+        isinstance(raw["retries"], bool)
+        or not isinstance(raw["retries"], int)
+        or raw["retries"] < 0
+    ):
         raise bad("retries", "must be an integer, zero or more")
     for key in raw:
         owners = [other.name for other in KINDS.values() if key in other.keys]
         if owners and key not in kind.keys:
-            raise bad(key, f"applies to provider \"{owners[0]}\" only")
+            raise bad(key, f'applies to provider "{owners[0]}" only')
     if "mode" in raw and raw["mode"] not in MODES:
-        raise bad("mode", f"is {raw['mode']!r}; use \"chat\" or \"completion\"")
+        raise bad("mode", f'is {raw["mode"]!r}; use "chat" or "completion"')
     if "token_param" in raw and raw["token_param"] not in TOKEN_PARAMS:
-        raise bad("token_param", f"is {raw['token_param']!r}; use \"max_completion_tokens\" or \"max_tokens\"")
+        raise bad(
+            "token_param", f'is {raw["token_param"]!r}; use "max_completion_tokens" or "max_tokens"'
+        )
     if "roles" in raw:
         roles = raw["roles"]
-        if not isinstance(roles, list) or not roles or not all(r in ROLES for r in roles) or len(set(roles)) < len(roles):
-            raise bad("roles", f"must be a non-empty list of distinct roles among {', '.join(ROLES)}")
+        if (
+            not isinstance(roles, list)
+            or not roles
+            or not all(r in ROLES for r in roles)
+            or len(set(roles)) < len(roles)
+        ):
+            raise bad(
+                "roles", f"must be a non-empty list of distinct roles among {', '.join(ROLES)}"
+            )
         raw["roles"] = tuple(r for r in ROLES if r in roles)
     if "stop" in raw:
         stop = raw["stop"]
@@ -241,13 +270,19 @@ def _replay(source: str, raw: dict[str, Any], bad: Callable[[str, str], ConfigEr
     from trinity_cli.pool.bundled import record_path
 
     if not isinstance(raw.get("record"), str) or not raw["record"].strip():
-        raise bad("record", "is required for provider \"replay\": a record file's path or a bundled record's name")
+        raise bad(
+            "record",
+            "is required for provider \"replay\": a record file's path or a bundled record's name",
+        )
     try:
         raw["record"] = str(record_path(_beside(source, raw["record"])))
     except ConfigError as exc:
         raise bad("record", f"cannot be found: {exc.message}") from None
     if "thinker" in raw.get("roles", ()):
-        raise bad("roles", f"includes thinker, but a replay agent only replays recorded programs: use a subset of {list(REPLAY_ROLES)}")
+        raise bad(
+            "roles",
+            f"includes thinker, but a replay agent only replays recorded programs: use a subset of {list(REPLAY_ROLES)}",
+        )
 
 
 def default_token_param(base_url: str | None) -> str:
@@ -264,11 +299,13 @@ def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
     changes: dict[str, Any] = {}
     if "model" in raw:
         if not isinstance(raw["model"], str) or not raw["model"]:
-            raise ConfigError(f"{source}: coordinator.model must be a GGUF path or \"embedded\"")
+            raise ConfigError(f'{source}: coordinator.model must be a GGUF path or "embedded"')
         changes["model"] = raw["model"]
     if "weights" in raw:
         if not isinstance(raw["weights"], str) or not raw["weights"].strip():
-            raise ConfigError(f"{source}: coordinator.weights must be a head's path or name, or \"none\"")
+            raise ConfigError(
+                f'{source}: coordinator.weights must be a head\'s path or name, or "none"'
+            )
         changes["weights"] = _beside(source, raw["weights"])
     for key in ("n_ctx", "n_threads", "token_position"):
         if key in raw:
@@ -278,7 +315,9 @@ def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
             if key != "token_position" and value < 1:
                 raise ConfigError(f"{source}: coordinator.{key} must be positive")
             if key == "token_position" and value >= 0:
-                raise ConfigError(f"{source}: coordinator.token_position counts from the cue's end: use -1, -2, ...")
+                raise ConfigError(
+                    f"{source}: coordinator.token_position counts from the cue's end: use -1, -2, ..."
+                )
             changes[key] = value
     return CoordinatorSpec(**changes)
 

@@ -26,17 +26,25 @@ class AnthropicProvider:
         )
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
         parts: list[str] = []
         common = dict(
-            model=self.spec.model, max_tokens=self.spec.max_tokens,
-            system=request.system, messages=[{"role": "user", "content": request.user}],
+            model=self.spec.model,
+            max_tokens=self.spec.max_tokens,
+            system=request.system,
+            messages=[{"role": "user", "content": request.user}],
             **({"stop_sequences": list(self.spec.stop)} if self.spec.stop else {}),
             # recent SDKs dropped the parameter; older models still accept it in the body
-            **({"extra_body": {"temperature": self.spec.temperature}} if self.spec.temperature is not None else {}),
+            **(
+                {"extra_body": {"temperature": self.spec.temperature}}
+                if self.spec.temperature is not None
+                else {}
+            ),
         )
         try:
             if on_text is None:  # nobody watches: one plain request
@@ -52,5 +60,11 @@ class AnthropicProvider:
             raise classify(exc, self.spec) from None
         tokens_in, tokens_out = final.usage.input_tokens, final.usage.output_tokens
         text = "".join(parts)
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds,
-                     truncated=final.stop_reason == "max_tokens")
+        return Reply(
+            text,
+            tokens_in,
+            tokens_out,
+            self.prices.usd(tokens_in, tokens_out),
+            watch.seconds,
+            truncated=final.stop_reason == "max_tokens",
+        )

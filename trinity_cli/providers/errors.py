@@ -74,7 +74,14 @@ def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
         kind = "server"
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     where = f" at {spec.base_url}" if spec.base_url else ""
-    message = f"agent {spec.name!r} ({spec.provider}{where}): {kind.replace('_', ' ')} error: {detail}"
+    message = (
+        f"agent {spec.name!r} ({spec.provider}{where}): {kind.replace('_', ' ')} error: {detail}"
+    )
     # redact before cutting: a key that crossed the cut would leave its prefix behind
-    return ProviderError(redact(message)[:MESSAGE_CHARS], agent=spec.name, kind=kind, retry_after=_retry_after(exc),
-                         status=status)
+    return ProviderError(
+        redact(message)[:MESSAGE_CHARS],
+        agent=spec.name,
+        kind=kind,
+        retry_after=_retry_after(exc),
+        status=status,
+    )

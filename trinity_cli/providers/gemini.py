@@ -31,7 +31,9 @@ class GeminiProvider:
         )
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
@@ -46,7 +48,11 @@ class GeminiProvider:
         chunks: Iterable[Any]
         try:
             if on_text is None:  # nobody watches: one plain request
-                chunks = [self._client.models.generate_content(model=self.spec.model, contents=request.user, config=config)]
+                chunks = [
+                    self._client.models.generate_content(
+                        model=self.spec.model, contents=request.user, config=config
+                    )
+                ]
             else:
                 chunks = self._client.models.generate_content_stream(
                     model=self.spec.model, contents=request.user, config=config
@@ -70,6 +76,17 @@ class GeminiProvider:
             tokens_out = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
             estimated = False
         else:
-            tokens_in, tokens_out, estimated = estimate_tokens(request.system + request.user), estimate_tokens(text), True
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated,
-                     truncated=finish == "MAX_TOKENS")
+            tokens_in, tokens_out, estimated = (
+                estimate_tokens(request.system + request.user),
+                estimate_tokens(text),
+                True,
+            )
+        return Reply(
+            text,
+            tokens_in,
+            tokens_out,
+            self.prices.usd(tokens_in, tokens_out),
+            watch.seconds,
+            estimated,
+            truncated=finish == "MAX_TOKENS",
+        )

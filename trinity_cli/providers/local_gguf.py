@@ -66,7 +66,9 @@ class _Runtime:
 
         self._ll = ll
         self.model = model
-        self.ctx = model.new_context(model.context_params(n_ctx=n_ctx, n_batch=N_BATCH, n_threads=default_threads()))
+        self.ctx = model.new_context(
+            model.context_params(n_ctx=n_ctx, n_batch=N_BATCH, n_threads=default_threads())
+        )
         self.n_ctx = int(ll.llama_n_ctx(self.ctx))
         self._memory = ll.llama_get_memory(self.ctx)
         self._batch = ll.llama_batch_init(N_BATCH, 0, 1)
@@ -76,7 +78,9 @@ class _Runtime:
         """Evaluate `tokens` from `position` on (dropping the cache there), logits for the last."""
         self._ll.llama_memory_seq_rm(self._memory, 0, position, -1)
         for start, stop in spans(0, len(tokens), N_BATCH):
-            decode(self.ctx, self._batch, tokens[start:stop], position + start, len(tokens) - 1 - start)
+            decode(
+                self.ctx, self._batch, tokens[start:stop], position + start, len(tokens) - 1 - start
+            )
 
     def logprobs(self) -> Any:
         """Log-softmax of the logits of the last evaluated token."""
@@ -87,8 +91,15 @@ class _Runtime:
         peak = logits.max()
         return logits - peak - np.log(np.exp(logits - peak).sum())
 
-    def generate(self, prompt: list[int], *, max_tokens: int, temperature: float, stops: Sequence[str],
-                 on_text: TextCallback | None) -> tuple[str, int, bool]:
+    def generate(
+        self,
+        prompt: list[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stops: Sequence[str],
+        on_text: TextCallback | None,
+    ) -> tuple[str, int, bool]:
         """Sample up to `max_tokens` after `prompt`; the text ends before the first stop string.
         Returns the text, the number of tokens generated, and whether the limit (not a stop
         string or the model's end) ended it."""
@@ -146,8 +157,15 @@ class _StopAt:
 
     def _stop_prefix(self) -> int:
         """Length of the longest end of the text that begins a stop string."""
-        return max((k for s in self.stops for k in range(min(len(s) - 1, len(self.text)), 0, -1)
-                    if s.startswith(self.text[-k:])), default=0)
+        return max(
+            (
+                k
+                for s in self.stops
+                for k in range(min(len(s) - 1, len(self.text)), 0, -1)
+                if s.startswith(self.text[-k:])
+            ),
+            default=0,
+        )
 
     def _send(self, upto: int) -> None:
         if upto > self.sent and self.on_text:
@@ -165,9 +183,13 @@ def _sampler(ll: Any, temperature: float, seed: int) -> Any:
     if temperature <= 0:
         ll.llama_sampler_chain_add(chain, ll.llama_sampler_init_greedy())
         return chain
-    for stage in (ll.llama_sampler_init_top_k(40), ll.llama_sampler_init_top_p(0.95, 1),
-                  ll.llama_sampler_init_min_p(0.05, 1), ll.llama_sampler_init_temp(temperature),
-                  ll.llama_sampler_init_dist(seed)):
+    for stage in (
+        ll.llama_sampler_init_top_k(40),
+        ll.llama_sampler_init_top_p(0.95, 1),
+        ll.llama_sampler_init_min_p(0.05, 1),
+        ll.llama_sampler_init_temp(temperature),
+        ll.llama_sampler_init_dist(seed),
+    ):
         ll.llama_sampler_chain_add(chain, stage)
     return chain
 
@@ -198,7 +220,9 @@ class LocalProvider:
             self._render = _chat_formatter(self._runtime.model, spec.name)
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
@@ -210,8 +234,15 @@ class LocalProvider:
                     on_text(text)
             else:
                 text, prompt, tokens_out, truncated = self._generate(request, on_text)
-        return Reply(text, len(prompt), tokens_out, 0.0, watch.seconds, truncated=truncated,
-                     input_truncated=prompt.cut)
+        return Reply(
+            text,
+            len(prompt),
+            tokens_out,
+            0.0,
+            watch.seconds,
+            truncated=truncated,
+            input_truncated=prompt.cut,
+        )
 
     def _clip(self, request: Request, tokens: list[int], reserve: int) -> _Prompt:
         """The prompt clipped from the front (its first token kept) to leave `reserve` tokens.
@@ -228,34 +259,54 @@ class LocalProvider:
                 f"agent {self.spec.name!r} cannot read this problem: its {request.role.value} prompt is "
                 f"{total:,} tokens, and n_ctx {n_ctx} less {reserve} for the reply leaves {max(room, 0):,}, "
                 f"fewer than the {need:,} its end needs (the lead and signature it continues); raise the "
-                "agent's n_ctx, lower its max_tokens, or shorten the problem")
-        note = (f"agent {self.spec.name!r} ({request.role.value}): the prompt is {total:,} tokens; n_ctx {n_ctx} less "
-                f"{reserve} for the reply holds its first token and last {room - 1:,} ({total - room:,} dropped)")
-        return _Prompt(tokens[:1] + tokens[-(room - 1) :], Truncation(room, total - room, self.spec.name, note))
+                "agent's n_ctx, lower its max_tokens, or shorten the problem"
+            )
+        note = (
+            f"agent {self.spec.name!r} ({request.role.value}): the prompt is {total:,} tokens; n_ctx {n_ctx} less "
+            f"{reserve} for the reply holds its first token and last {room - 1:,} ({total - room:,} dropped)"
+        )
+        return _Prompt(
+            tokens[:1] + tokens[-(room - 1) :], Truncation(room, total - room, self.spec.name, note)
+        )
 
-    def _generate(self, request: Request, on_text: TextCallback | None) -> tuple[str, _Prompt, int, bool]:
+    def _generate(
+        self, request: Request, on_text: TextCallback | None
+    ) -> tuple[str, _Prompt, int, bool]:
         model, stops = self._runtime.model, list(self.spec.stop)
         if self._render is not None:
-            rendered = self._render(messages=[{"role": "system", "content": request.system},
-                                              {"role": "user", "content": request.user}])
+            rendered = self._render(
+                messages=[
+                    {"role": "system", "content": request.system},
+                    {"role": "user", "content": request.user},
+                ]
+            )
             tokens = model.tokenize(rendered.prompt, bos=not rendered.added_special, special=True)
         else:
             worker = request.role is Role.WORKER
             stops += WORKER_STOPS if worker else PROSE_STOPS
             tokens = model.tokenize(request.completion_prompt(), bos=True)
         prompt = self._clip(request, tokens, self.spec.max_tokens)
-        text, count, truncated = self._runtime.generate(prompt.tokens, max_tokens=self.spec.max_tokens,
-                                                        temperature=self.temperature, stops=stops, on_text=on_text)
+        text, count, truncated = self._runtime.generate(
+            prompt.tokens,
+            max_tokens=self.spec.max_tokens,
+            temperature=self.temperature,
+            stops=stops,
+            on_text=on_text,
+        )
         if self._render is None and request.role is Role.WORKER:
             parts = _TOP_LEVEL.split(text, maxsplit=1) if request.answer_prefix else [text]
-            truncated = truncated and len(parts) == 1  # an unindented line ended the answer before the limit
+            truncated = (
+                truncated and len(parts) == 1
+            )  # an unindented line ended the answer before the limit
             text = f"```python\n{request.answer_prefix}{parts[0].rstrip()}\n```"
         return text, prompt, count, truncated
 
     def _judge(self, request: Request) -> tuple[str, _Prompt, int]:
         """ACCEPT vs REJECT by the log-probability of each continuation after the prompt."""
         runtime = self._runtime
-        prompt = self._clip(request, runtime.model.tokenize(request.completion_prompt(), bos=True), reserve=8)
+        prompt = self._clip(
+            request, runtime.model.tokenize(request.completion_prompt(), bos=True), reserve=8
+        )
         runtime.evaluate(prompt.tokens, 0)
         after_prompt = runtime.logprobs()
         scores = {}
@@ -264,7 +315,9 @@ class LocalProvider:
             tokens = runtime.model.tokenize(word, bos=False)
             total = float(after_prompt[tokens[0]])
             for i, token in enumerate(tokens[1:]):
-                runtime.evaluate([tokens[i]], len(prompt.tokens) + i)  # the KV past the prompt is replaced
+                runtime.evaluate(
+                    [tokens[i]], len(prompt.tokens) + i
+                )  # the KV past the prompt is replaced
                 total += float(runtime.logprobs()[token])
             scores[verdict] = total
             n_out += len(tokens)
@@ -299,5 +352,8 @@ def _chat_formatter(model: Model, agent: str) -> Callable[..., Any]:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     vocab = model.vocab
-    return Jinja2ChatFormatter(template=template, eos_token=model.token_text(llama_cpp.llama_vocab_eos(vocab)),
-                               bos_token=model.token_text(llama_cpp.llama_vocab_bos(vocab)))
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=model.token_text(llama_cpp.llama_vocab_eos(vocab)),
+        bos_token=model.token_text(llama_cpp.llama_vocab_bos(vocab)),
+    )

@@ -47,10 +47,16 @@ class OpenAIProvider:
         import openai
 
         self.spec = spec
-        if spec.temperature is not None and is_reasoning_model(spec.model) and spec.name not in _warned:
+        if (
+            spec.temperature is not None
+            and is_reasoning_model(spec.model)
+            and spec.name not in _warned
+        ):
             _warned.add(spec.name)
-            sys.stderr.write(f"warning: agent {spec.name!r}: {spec.model} is a reasoning model that takes only its "
-                             f"default temperature; temperature = {spec.temperature:g} from the pool is not sent\n")
+            sys.stderr.write(
+                f"warning: agent {spec.name!r}: {spec.model} is a reasoning model that takes only its "
+                f"default temperature; temperature = {spec.temperature:g} from the pool is not sent\n"
+            )
         self.prices = Prices(spec.price_in, spec.price_out)
         key = api_key(spec)
         self._client = openai.OpenAI(
@@ -58,7 +64,9 @@ class OpenAIProvider:
         )
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
@@ -91,10 +99,23 @@ class OpenAIProvider:
         except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         text = "".join(parts)
-        if usage is not None and usage.prompt_tokens is not None:  # completion_tokens includes reasoning tokens
-            tokens_in, tokens_out, estimated = usage.prompt_tokens, usage.completion_tokens or 0, False
+        if (
+            usage is not None and usage.prompt_tokens is not None
+        ):  # completion_tokens includes reasoning tokens
+            tokens_in, tokens_out, estimated = (
+                usage.prompt_tokens,
+                usage.completion_tokens or 0,
+                False,
+            )
         else:
             tokens_in = estimate_tokens(request.system + request.user)
             tokens_out, estimated = estimate_tokens(text), True
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds, estimated,
-                     truncated=finish == "length")
+        return Reply(
+            text,
+            tokens_in,
+            tokens_out,
+            self.prices.usd(tokens_in, tokens_out),
+            watch.seconds,
+            estimated,
+            truncated=finish == "length",
+        )

@@ -64,15 +64,30 @@ class Record:
         own = self.rates.get((model, task_id))
         if own is not None and own.correct:
             return own.correct
-        return tuple(c for m in self.models if m != model for c in self.rates.get((m, task_id), PassRate(0, ())).correct)
+        return tuple(
+            c
+            for m in self.models
+            if m != model
+            for c in self.rates.get((m, task_id), PassRate(0, ())).correct
+        )
 
     def longest_reply(self, model: str) -> int:
         """A bound on the tokens one of this model's Worker replies is billed: its longest
         program in UTF-8 bytes (a token is at least a byte), or the largest recorded
         tokens_in + tokens_out (a bound while input tokens cost no more than output ones)."""
-        programs = [p for (m, _), samples in self.programs.items() if m == model for rounds in samples.values() for p in rounds]
-        sizes = [len(p.code.encode()) for p in programs] + [(p.tokens_in or 0) + (p.tokens_out or 0) for p in programs]
-        sizes += [len(c.encode()) for (_, task) in self.rates for c in self.correct_programs(task, model)]
+        programs = [
+            p
+            for (m, _), samples in self.programs.items()
+            if m == model
+            for rounds in samples.values()
+            for p in rounds
+        ]
+        sizes = [len(p.code.encode()) for p in programs] + [
+            (p.tokens_in or 0) + (p.tokens_out or 0) for p in programs
+        ]
+        sizes += [
+            len(c.encode()) for (_, task) in self.rates for c in self.correct_programs(task, model)
+        ]
         return max(sizes, default=0)
 
 
@@ -92,7 +107,9 @@ def load_record(path: Path) -> Record:
 def parse_record(path: Path) -> Record:
     record = Record(path)
     seen: dict[tuple[str, str, int, int], int] = {}  # (model, task, sample, round) → line
-    kinds: dict[tuple[str, str], tuple[str, int]] = {}  # (model, task) → ("code" | "rate", first line)
+    kinds: dict[
+        tuple[str, str], tuple[str, int]
+    ] = {}  # (model, task) → ("code" | "rate", first line)
     rounds: dict[tuple[str, str, int], list[Program]] = {}
     for number, raw in _lines(path):
         where = f"{path}:{number}"
@@ -100,28 +117,39 @@ def parse_record(path: Path) -> Record:
         kind = "rate" if "pass_rate" in raw else "code"
         first_kind, first_line = kinds.setdefault((model, task), (kind, number))
         if first_kind != kind:
-            raise ConfigError(f"{where}: model {model!r} has both programs and a pass rate for task {task} "
-                              f"(line {first_line}): give one kind per model and task")
+            raise ConfigError(
+                f"{where}: model {model!r} has both programs and a pass rate for task {task} "
+                f"(line {first_line}): give one kind per model and task"
+            )
         if kind == "rate":
             if first_line != number:
-                raise ConfigError(f"{where}: model {model!r} already has a pass rate for task {task} (line {first_line})")
+                raise ConfigError(
+                    f"{where}: model {model!r} already has a pass rate for task {task} (line {first_line})"
+                )
             record.rates[(model, task)] = PassRate(float(raw["pass_rate"]), tuple(raw["correct"]))
             continue
         sample, round_ = raw.get("sample", 0), raw.get("round", 0)
         earlier = seen.setdefault((model, task, sample, round_), number)
         if earlier != number:
-            raise ConfigError(f"{where}: model {model!r}, task {task}, sample {sample}, round {round_} "
-                              f"is already given on line {earlier}")
+            raise ConfigError(
+                f"{where}: model {model!r}, task {task}, sample {sample}, round {round_} "
+                f"is already given on line {earlier}"
+            )
         rounds.setdefault((model, task, sample), []).append(
-            Program(raw["code"], round_, raw.get("tokens_in"), raw.get("tokens_out")))
+            Program(raw["code"], round_, raw.get("tokens_in"), raw.get("tokens_out"))
+        )
     if not kinds:
-        raise ConfigError(f"record {path} has no lines: each line is one recorded program (see the format in the README)")
+        raise ConfigError(
+            f"record {path} has no lines: each line is one recorded program (see the format in the README)"
+        )
     for (model, task, sample), programs in rounds.items():
         programs.sort(key=lambda p: p.round)
         if programs[0].round != 0:
             line = seen[(model, task, sample, programs[0].round)]
-            raise ConfigError(f"{path}:{line}: model {model!r}, task {task}, sample {sample} has no round 0 "
-                              "(its first answer); rounds k > 0 are repairs of it")
+            raise ConfigError(
+                f"{path}:{line}: model {model!r}, task {task}, sample {sample} has no round 0 "
+                "(its first answer); rounds k > 0 are repairs of it"
+            )
         record.programs.setdefault((model, task), {})[sample] = tuple(programs)
     return record
 
@@ -136,21 +164,40 @@ def _checked(raw: dict[str, Any], where: str) -> dict[str, Any]:
     allowed = RATE_KEYS if "pass_rate" in raw else PROGRAM_KEYS
     for key in raw:
         if key not in allowed:
-            raise ConfigError(f"{where}: unknown field {key!r} (a program line has {', '.join(PROGRAM_KEYS)}; "
-                              f"a pass-rate line has {', '.join(RATE_KEYS)})")
+            raise ConfigError(
+                f"{where}: unknown field {key!r} (a program line has {', '.join(PROGRAM_KEYS)}; "
+                f"a pass-rate line has {', '.join(RATE_KEYS)})"
+            )
     for key in ("model", "task_id"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise ConfigError(f"{where}: field {key!r} is missing or not a non-empty string")
-    if "pass_rate" not in raw and not isinstance(raw.get("code"), str):  # "" is an answer: a model that returned nothing
+    if "pass_rate" not in raw and not isinstance(
+        raw.get("code"), str
+    ):  # "" is an answer: a model that returned nothing
         raise ConfigError(f"{where}: field 'code' is missing or not a string")
     for key in ("sample", "round", "tokens_in", "tokens_out"):
-        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 0):
-            raise ConfigError(f"{where}: field {key!r} must be an integer, zero or more (got {raw[key]!r})")
+        if key in raw and (
+            isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 0
+        ):
+            raise ConfigError(
+                f"{where}: field {key!r} must be an integer, zero or more (got {raw[key]!r})"
+            )
     if "pass_rate" in raw:
         rate = raw["pass_rate"]
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or not 0 <= rate <= 1:
-            raise ConfigError(f"{where}: field 'pass_rate' must be a number from 0 to 1 (got {rate!r})")
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, (int, float))
+            or not math.isfinite(rate)
+            or not 0 <= rate <= 1
+        ):
+            raise ConfigError(
+                f"{where}: field 'pass_rate' must be a number from 0 to 1 (got {rate!r})"
+            )
         correct = raw.get("correct")
-        if not isinstance(correct, list) or not all(isinstance(c, str) and c.strip() for c in correct):
-            raise ConfigError(f"{where}: field 'correct' is missing or not a list of programs (non-empty strings; [] for none)")
+        if not isinstance(correct, list) or not all(
+            isinstance(c, str) and c.strip() for c in correct
+        ):
+            raise ConfigError(
+                f"{where}: field 'correct' is missing or not a list of programs (non-empty strings; [] for none)"
+            )
     return raw

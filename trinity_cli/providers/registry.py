@@ -20,8 +20,13 @@ from trinity_cli.tasks.taskset import Task
 if TYPE_CHECKING:
     from trinity_cli.providers.replay import ReplayProvider
 
-def build_provider(spec: AgentSpec, tasks: Mapping[str, Task] | None = None, coordinator_model: str = EMBEDDED,
-                   store: ResponseStore | None = None) -> Provider:
+
+def build_provider(
+    spec: AgentSpec,
+    tasks: Mapping[str, Task] | None = None,
+    coordinator_model: str = EMBEDDED,
+    store: ResponseStore | None = None,
+) -> Provider:
     """The provider its kind declares (pool.providers), retried and fitted to `n_ctx` where the
     kind says so (a remote model's context is known only when the pool declares it)."""
     kind = kind_of(spec.provider)
@@ -69,13 +74,27 @@ def build_agents(
             provider = build_provider(spec, by_id)
             if store is not None:
                 provider = CachingProvider(provider, spec, store)
-        agents.append(Agent(spec.name, provider, max_tokens, prices, remote=kind.network,
-                            roles=frozenset(Role(r) for r in spec.roles)))
+        agents.append(
+            Agent(
+                spec.name,
+                provider,
+                max_tokens,
+                prices,
+                remote=kind.network,
+                roles=frozenset(Role(r) for r in spec.roles),
+            )
+        )
     return agents
 
 
-def _replay(spec: AgentSpec, by_id: Mapping[str, Task], coordinator_model: str, tasks: Sequence[Task],
-            problem: str | None, store: ResponseStore | None) -> ReplayProvider:
+def _replay(
+    spec: AgentSpec,
+    by_id: Mapping[str, Task],
+    coordinator_model: str,
+    tasks: Sequence[Task],
+    problem: str | None,
+    store: ResponseStore | None,
+) -> ReplayProvider:
     from trinity_cli.providers.replay import ReplayProvider
 
     provider = ReplayProvider.for_tasks(spec, by_id, coordinator_model, store)

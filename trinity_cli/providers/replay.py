@@ -77,18 +77,27 @@ MUTANT_CHECK_S = 3.0  # a mutant that runs longer is skipped: it would slow ever
 REASON_CHARS = 200
 TokenCounter = Callable[[str], int]
 
-_FAILING: dict[tuple[str, str, str], str] = {}  # (task, its tests, correct program) → failing variant
+_FAILING: dict[
+    tuple[str, str, str], str
+] = {}  # (task, its tests, correct program) → failing variant
 _FAILING_LOCK = threading.Lock()
 
 
 class ReplayProvider:
-    def __init__(self, spec: AgentSpec, tasks: Mapping[str, Task], count_tokens: TokenCounter,
-                 store: ResponseStore | None = None) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        tasks: Mapping[str, Task],
+        count_tokens: TokenCounter,
+        store: ResponseStore | None = None,
+    ) -> None:
         self.spec = spec
         self.record = load_record(Path(spec.record or ""))
         if spec.model not in self.record.models:
-            raise ConfigError(f"agent {spec.name!r}: its record {self.record.path} has no model {spec.model!r} "
-                              f"(it has: {', '.join(self.record.models)})")
+            raise ConfigError(
+                f"agent {spec.name!r}: its record {self.record.path} has no model {spec.model!r} "
+                f"(it has: {', '.join(self.record.models)})"
+            )
         self.prices = Prices(spec.price_in or 0.0, spec.price_out or 0.0)
         self.tasks = dict(tasks)
         self.count_tokens = count_tokens
@@ -98,8 +107,13 @@ class ReplayProvider:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_tasks(cls, spec: AgentSpec, tasks: Mapping[str, Task], coordinator_model: str,
-                  store: ResponseStore | None) -> ReplayProvider:
+    def for_tasks(
+        cls,
+        spec: AgentSpec,
+        tasks: Mapping[str, Task],
+        coordinator_model: str,
+        store: ResponseStore | None,
+    ) -> ReplayProvider:
         """How the registry builds it (pool.providers: `from_tasks`): replies counted in the
         coordinator's tokens."""
         return cls(spec, tasks, coordinator_tokens(coordinator_model), store)
@@ -108,9 +122,11 @@ class ReplayProvider:
         """train / eval: the record must hold this model's answer to every task of the set."""
         missing = [t.task_id for t in tasks if not self.record.has(self.spec.model, t.task_id)]
         if missing:
-            raise ConfigError(f"agent {self.spec.name!r} replays model {self.spec.model!r} from {self.record.path}, "
-                              f"which has no answer for task {missing[0]} ({len(missing)} of the {len(tasks)} tasks "
-                              "missing): use a task set the record covers")
+            raise ConfigError(
+                f"agent {self.spec.name!r} replays model {self.spec.model!r} from {self.record.path}, "
+                f"which has no answer for task {missing[0]} ({len(missing)} of the {len(tasks)} tasks "
+                "missing): use a task set the record covers"
+            )
 
     def bind(self, problem_text: str) -> Task:
         """solve: the recorded task whose prompt the problem text is, else exit 3."""
@@ -121,12 +137,16 @@ class ReplayProvider:
             if task is not None:
                 self.bound = self.tasks.setdefault(task.task_id, task)
                 return task
-        raise ConfigError(f"agent {self.spec.name!r} replays recorded answers and answers only a recorded task: the "
-                          f"problem matches none of the {len(index)} prompts of the tasks its record "
-                          f"{self.record.path.name} holds for {self.spec.model!r} (whitespace aside)")
+        raise ConfigError(
+            f"agent {self.spec.name!r} replays recorded answers and answers only a recorded task: the "
+            f"problem matches none of the {len(index)} prompts of the tasks its record "
+            f"{self.record.path.name} holds for {self.spec.model!r} (whitespace aside)"
+        )
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         task = self._task(request)
@@ -137,14 +157,23 @@ class ReplayProvider:
         elif request.role is Role.VERIFIER:
             text = self._verdict(task, request.candidate)
         else:
-            raise ConfigError(f"replay agent {self.spec.name!r} cannot play {request.role.value}: it replays programs")
+            raise ConfigError(
+                f"replay agent {self.spec.name!r} cannot play {request.role.value}: it replays programs"
+            )
         if on_text:
             on_text(text)
         if tokens_in is None:
             tokens_in = self.count_tokens(request.system) + self.count_tokens(request.user)
         if tokens_out is None:
             tokens_out = self.count_tokens(text)
-        return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), 0.0, usd_estimated=True)
+        return Reply(
+            text,
+            tokens_in,
+            tokens_out,
+            self.prices.usd(tokens_in, tokens_out),
+            0.0,
+            usd_estimated=True,
+        )
 
     def recorded_grade(self, task_id: str, answer: str) -> tuple[float, bool] | None:
         """For a pass-rate entry: (the recorded pass probability, whether `answer` is one of
@@ -155,21 +184,34 @@ class ReplayProvider:
         if rate is None:
             return None
         task = self.tasks.get(task_id)
-        correct = self.record.correct_programs(task_id, self.spec.model) or (reference(task) if task else ())
+        correct = self.record.correct_programs(task_id, self.spec.model) or (
+            reference(task) if task else ()
+        )
         return rate.pass_rate, answer.strip() in {c.strip() for c in correct}
 
     def _task(self, request: Request) -> Task:
         task = self.tasks.get(request.task_id) if request.task_id else self.bound
         if task is None:
-            raise ConfigError(f"replay agent {self.spec.name!r} got task {request.task_id or '(none)'!r}, which it "
-                              "was not built for: build agents with the task set, or bind the problem (solve)")
+            raise ConfigError(
+                f"replay agent {self.spec.name!r} got task {request.task_id or '(none)'!r}, which it "
+                "was not built for: build agents with the task set, or bind the problem (solve)"
+            )
         if not self.record.has(self.spec.model, task.task_id):
             self.require([task])
         return task
 
     def _draw(self, task: Task, request: Request, what: str) -> float:
-        key = "\0".join(str(part) for part in (self.spec.seed, self.spec.name, self.spec.model, task.task_id,
-                                               request.sample, what))
+        key = "\0".join(
+            str(part)
+            for part in (
+                self.spec.seed,
+                self.spec.name,
+                self.spec.model,
+                task.task_id,
+                request.sample,
+                what,
+            )
+        )
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") / 2**64
 
     def _program(self, task: Task, request: Request) -> tuple[str, int | None, int | None]:
@@ -183,8 +225,14 @@ class ReplayProvider:
             return program.code, program.tokens_in, program.tokens_out
         rate = self.record.rates[(model, task.task_id)]
         correct = self.record.correct_programs(task.task_id, model) or reference(task)
-        passes = self._draw(task, request, f"pass {request.attempt}") < rate.pass_rate and bool(correct)
-        base = correct[int(self._draw(task, request, f"program {request.attempt}") * len(correct))] if correct else None
+        passes = self._draw(task, request, f"pass {request.attempt}") < rate.pass_rate and bool(
+            correct
+        )
+        base = (
+            correct[int(self._draw(task, request, f"program {request.attempt}") * len(correct))]
+            if correct
+            else None
+        )
         return (base if passes and base else failing_variant(task, base)), None, None
 
     def _verdict(self, task: Task, candidate: str | None) -> str:
@@ -206,7 +254,14 @@ class ReplayProvider:
 
 def verdict_key(task: Task, candidate: str) -> str:
     """What a visible-test verdict depends on: the grader, the task's visible tests and prompt, the program."""
-    parts: list[object] = ["replay-verdict", GRADER_VERSION, task.task_id, task.prompt, list(task.visible_tests), candidate]
+    parts: list[object] = [
+        "replay-verdict",
+        GRADER_VERSION,
+        task.task_id,
+        task.prompt,
+        list(task.visible_tests),
+        candidate,
+    ]
     if task.cases is not None:  # its visible tests are its public cases
         parts.append(asdict(case_tests(task, task.cases.public)))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
@@ -216,7 +271,9 @@ def reply_token_bound(spec: AgentSpec) -> int:
     """The budget's (and `train --dry-run`'s) bound on a replay reply's billed tokens: the
     record's longest (Record.longest_reply) + the fence, a mutation, the raise line; never
     below the agent's `max_tokens`."""
-    return max(spec.max_tokens, load_record(Path(spec.record or "")).longest_reply(spec.model) + 128)
+    return max(
+        spec.max_tokens, load_record(Path(spec.record or "")).longest_reply(spec.model) + 128
+    )
 
 
 def visible_test_verdict(task: Task, candidate: str) -> str:
@@ -230,7 +287,10 @@ def visible_test_verdict(task: Task, candidate: str) -> str:
         tests, count = case_tests(task, task.cases.public), len(task.cases.public)
         what = f"{count} public test"
     elif task.visible_tests:
-        tests, what = Tests("file", source="\n".join(task.visible_tests) + "\n"), f"{len(task.visible_tests)} visible test"
+        tests, what = (
+            Tests("file", source="\n".join(task.visible_tests) + "\n"),
+            f"{len(task.visible_tests)} visible test",
+        )
         count = len(task.visible_tests)
     else:
         suite = suite_from_problem(task.prompt)
@@ -264,7 +324,10 @@ def failing_variant(task: Task, program: str | None) -> str:
         if not result.passed and not result.timed_out:
             found = mutant
             break
-    found = found or f"{program.rstrip()}\n\nraise RuntimeError('replay: no failing mutant of a correct program')\n"
+    found = (
+        found
+        or f"{program.rstrip()}\n\nraise RuntimeError('replay: no failing mutant of a correct program')\n"
+    )
     with _FAILING_LOCK:
         _FAILING[key] = found
     return found

@@ -48,7 +48,9 @@ class RetryingProvider:
         self.attempts = 0  # every attempt made, for reports and tests
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         started = time.monotonic()
@@ -71,8 +73,12 @@ class RetryingProvider:
                 wait = exc.retry_after if exc.retry_after is not None else self._backoff(attempt)
                 left = self.spec.deadline_s - (time.monotonic() - started)
                 if wait >= left:
-                    raise self._final(exc, attempt + 1, f"the next try (in {wait:.1f} s) would pass the "
-                                      f"{self.spec.deadline_s:g} s deadline") from None
+                    raise self._final(
+                        exc,
+                        attempt + 1,
+                        f"the next try (in {wait:.1f} s) would pass the "
+                        f"{self.spec.deadline_s:g} s deadline",
+                    ) from None
                 if on_retry is not None:
                     on_retry(exc)
                 self.sleep(wait)
@@ -82,10 +88,17 @@ class RetryingProvider:
         return self.rng.uniform(0.0, min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt))
 
     def _final(self, exc: ProviderError, tries: int, why: str = "") -> ProviderError:
-        note = f" (gave up after {tries} tries{': ' + why if why else ''})" if tries > 1 or why else ""
+        note = (
+            f" (gave up after {tries} tries{': ' + why if why else ''})" if tries > 1 or why else ""
+        )
         if exc.partial:
             note = " (the reply broke off mid-stream; not retried, as it may have been billed)"
-        final = ProviderError(exc.message + note, agent=exc.agent, kind=exc.kind,
-                              retry_after=exc.retry_after, status=exc.status)
+        final = ProviderError(
+            exc.message + note,
+            agent=exc.agent,
+            kind=exc.kind,
+            retry_after=exc.retry_after,
+            status=exc.status,
+        )
         final.partial = exc.partial
         return final

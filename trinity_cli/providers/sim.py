@@ -39,7 +39,9 @@ class SimProvider:
         self.tasks = tasks
 
     @classmethod
-    def for_tasks(cls, spec: AgentSpec, tasks: Mapping[str, Task], coordinator_model: str, store: Any) -> SimProvider:
+    def for_tasks(
+        cls, spec: AgentSpec, tasks: Mapping[str, Task], coordinator_model: str, store: Any
+    ) -> SimProvider:
         """How the registry builds it (pool.providers: `from_tasks`)."""
         return cls(spec, tasks)
 
@@ -50,16 +52,23 @@ class SimProvider:
     def _task(self, request: Request) -> Task:
         task = self.tasks.get(request.task_id)
         if task is None or not task.canonical_solution:
-            raise ConfigError(f"sim agent {self.spec.name!r} needs tasks with a canonical_solution (got {request.task_id!r})")
+            raise ConfigError(
+                f"sim agent {self.spec.name!r} needs tasks with a canonical_solution (got {request.task_id!r})"
+            )
         return task
 
     def skill(self, task: Task, after_thinker: bool) -> float:
         skills = self.spec.skills or {}
-        base = max((skills.get(tag, self.spec.default_skill) for tag in task.tags), default=self.spec.default_skill)
+        base = max(
+            (skills.get(tag, self.spec.default_skill) for tag in task.tags),
+            default=self.spec.default_skill,
+        )
         return min(1.0, base + (self.spec.thinker_boost if after_thinker else 0.0))
 
     def complete(
-        self, request: Request, on_text: TextCallback | None = None,
+        self,
+        request: Request,
+        on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         task = self._task(request)
@@ -70,13 +79,19 @@ class SimProvider:
         elif request.role is Role.THINKER:
             text = f"Plan (simulated by {self.spec.name}): follow the docstring of {task.entry_point}; test the edge cases."
         else:
-            correct = request.candidate is not None and request.candidate.strip() == right_solution(task).strip()
+            correct = (
+                request.candidate is not None
+                and request.candidate.strip() == right_solution(task).strip()
+            )
             truthful = self._draw(request, "verifier") < self.spec.verifier_accuracy
             accept = correct if truthful else not correct
             text = f"(simulated review) <verdict>{'ACCEPT' if accept else 'REJECT'}</verdict>"
         if on_text:
             on_text(text)
-        tokens_in, tokens_out = estimate_tokens(request.system + request.user), estimate_tokens(text)
+        tokens_in, tokens_out = (
+            estimate_tokens(request.system + request.user),
+            estimate_tokens(text),
+        )
         return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), 0.0)
 
 
@@ -84,8 +99,21 @@ class _Mutate(ast.NodeTransformer):
     """One plausible bug: flip a comparison, or an arithmetic operator: the `site`-th such
     operator in the tree's order (0: the first one)."""
 
-    FLIPS: ClassVar = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
-    ARITH: ClassVar = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
+    FLIPS: ClassVar = {
+        ast.Lt: ast.LtE,
+        ast.LtE: ast.Lt,
+        ast.Gt: ast.GtE,
+        ast.GtE: ast.Gt,
+        ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq,
+    }
+    ARITH: ClassVar = {
+        ast.Add: ast.Sub,
+        ast.Sub: ast.Add,
+        ast.Mult: ast.Add,
+        ast.FloorDiv: ast.Mult,
+        ast.Mod: ast.FloorDiv,
+    }
 
     def __init__(self, site: int = 0) -> None:
         self.site = site
@@ -113,7 +141,10 @@ def mutants(code: str) -> list[str]:
     try:
         counter = _Mutate(site=-1)
         counter.visit(ast.parse(code))
-        return [ast.unparse(_Mutate(site).visit(ast.parse(code))) + "\n" for site in range(counter.sites)]
+        return [
+            ast.unparse(_Mutate(site).visit(ast.parse(code))) + "\n"
+            for site in range(counter.sites)
+        ]
     except (SyntaxError, ValueError, RecursionError):
         return []
 

@@ -91,8 +91,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # 2: which check it was ("syntax": the answer did not parse), so a replay draws it as shown
     ("ALTER TABLE checks ADD COLUMN source TEXT NOT NULL DEFAULT 'tests'",),
     # 3: what was cut: the reply at max_tokens, and the turn's largest input cut (JSON {kept_tokens, dropped_tokens})
-    ("ALTER TABLE turns ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
-     "ALTER TABLE turns ADD COLUMN input_truncated TEXT"),
+    (
+        "ALTER TABLE turns ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE turns ADD COLUMN input_truncated TEXT",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -122,7 +124,10 @@ def utc(moment: datetime) -> str:
 
 
 def pool_json(pool: Pool) -> dict[str, Any]:
-    agents = [{k: v for k, v in asdict(spec).items() if k not in _AGENT_SECRET_FIELDS} for spec in pool.agents]
+    agents = [
+        {k: v for k, v in asdict(spec).items() if k not in _AGENT_SECRET_FIELDS}
+        for spec in pool.agents
+    ]
     return {"source": pool.source, "agents": agents}
 
 
@@ -153,8 +158,10 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[tuple[str, ...]] = MIGR
             db.execute("ROLLBACK")
             raise
     if version > target:
-        raise RunLogError(f"written by a newer trinity (schema {version}; this one reads up to {target}): "
-                          "upgrade trinity, or move the file aside to start a new log")
+        raise RunLogError(
+            f"written by a newer trinity (schema {version}; this one reads up to {target}): "
+            "upgrade trinity, or move the file aside to start a new log"
+        )
 
 
 def _version(db: sqlite3.Connection) -> int:
@@ -208,14 +215,30 @@ class RunLog:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def start_run(self, command: str, problem: str, pool: Pool, head: str, *,
-                  tests: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-                  started: str | None = None) -> int:
+    def start_run(
+        self,
+        command: str,
+        problem: str,
+        pool: Pool,
+        head: str,
+        *,
+        tests: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        started: str | None = None,
+    ) -> int:
         cursor = self.db.execute(
             "INSERT INTO runs (time, command, problem, problem_sha256, pool, head, tests, settings) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (started or now(), command, redact(problem), hashlib.sha256(problem.encode()).hexdigest(), _json(pool_json(pool)),
-             redact(head), _json(tests), _json(settings or {})),
+            (
+                started or now(),
+                command,
+                redact(problem),
+                hashlib.sha256(problem.encode()).hexdigest(),
+                _json(pool_json(pool)),
+                redact(head),
+                _json(tests),
+                _json(settings or {}),
+            ),
         )
         return int(cursor.lastrowid or 0)
 
@@ -224,18 +247,49 @@ class RunLog:
         cut = None if record.input_truncated is None else _json(record.input_truncated.as_json())
         self.db.execute(
             "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, d.turn, now(), d.agent_index, d.agent, d.role.value, d.role_source, json.dumps(d.agent_probs),
-             json.dumps(d.role_probs), d.coordinator_seconds, d.coordinator_tokens, redact(record.text),
-             _text(record.answer), record.verdict, record.tokens_in, record.tokens_out, record.usd,
-             int(record.usd_estimated), record.seconds, int(record.truncated), cut),
+            (
+                run_id,
+                d.turn,
+                now(),
+                d.agent_index,
+                d.agent,
+                d.role.value,
+                d.role_source,
+                json.dumps(d.agent_probs),
+                json.dumps(d.role_probs),
+                d.coordinator_seconds,
+                d.coordinator_tokens,
+                redact(record.text),
+                _text(record.answer),
+                record.verdict,
+                record.tokens_in,
+                record.tokens_out,
+                record.usd,
+                int(record.usd_estimated),
+                record.seconds,
+                int(record.truncated),
+                cut,
+            ),
         )
 
-    def add_check(self, run_id: int, turn: int, passed: bool, summary: str, source: str = "tests") -> None:
-        self.db.execute("INSERT INTO checks (run_id, turn, passed, summary, source) VALUES (?, ?, ?, ?, ?)",
-                        (run_id, turn, int(passed), redact(summary), source))
+    def add_check(
+        self, run_id: int, turn: int, passed: bool, summary: str, source: str = "tests"
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO checks (run_id, turn, passed, summary, source) VALUES (?, ?, ?, ?, ?)",
+            (run_id, turn, int(passed), redact(summary), source),
+        )
 
-    def finish_run(self, run_id: int, verdict: str, *, answer: str | None = None, usd: float = 0.0,
-                   error: str | None = None, result: dict[str, Any] | None = None) -> None:
+    def finish_run(
+        self,
+        run_id: int,
+        verdict: str,
+        *,
+        answer: str | None = None,
+        usd: float = 0.0,
+        error: str | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> None:
         self.db.execute(
             "UPDATE runs SET finished = ?, verdict = ?, answer = ?, usd = ?, error = ?, result = ? WHERE id = ?",
             (now(), verdict, _text(answer), usd, _text(error), _json(result), run_id),
@@ -243,8 +297,14 @@ class RunLog:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def list_runs(self, limit: int, *, verdict: str | None = None, agent: str | None = None,
-                  since: datetime | None = None) -> list[dict[str, Any]]:
+    def list_runs(
+        self,
+        limit: int,
+        *,
+        verdict: str | None = None,
+        agent: str | None = None,
+        since: datetime | None = None,
+    ) -> list[dict[str, Any]]:
         """Newest first: {id, time, command, problem, problem_sha256, verdict, turns, usd, agents}.
         `agents`: who took turns (solve), the pool (eval/train, which keep no turns)."""
         where, args = ["time >= ?"], [utc(since) if since else ""]
@@ -252,21 +312,33 @@ class RunLog:
             where.append(f"COALESCE(verdict, '{UNFINISHED}') = ?")
             args.append(verdict)
         found: list[dict[str, Any]] = []
-        for row in self.db.execute(f"SELECT * FROM runs WHERE {' AND '.join(where)} ORDER BY id DESC", args):
+        for row in self.db.execute(
+            f"SELECT * FROM runs WHERE {' AND '.join(where)} ORDER BY id DESC", args
+        ):
             if len(found) >= limit:
                 break
-            turns = self.db.execute("SELECT agent, usd FROM turns WHERE run_id = ? ORDER BY turn", (row["id"],)).fetchall()
+            turns = self.db.execute(
+                "SELECT agent, usd FROM turns WHERE run_id = ? ORDER BY turn", (row["id"],)
+            ).fetchall()
             if row["command"] == "solve":
                 agents = list(dict.fromkeys(t["agent"] for t in turns))
             else:
                 agents = [a["name"] for a in json.loads(row["pool"])["agents"]]
             if agent is not None and agent not in agents:
                 continue
-            found.append({"id": row["id"], "time": row["time"], "command": row["command"],
-                          "problem": problem_title(row["problem"] or ""),
-                          "problem_sha256": row["problem_sha256"], "verdict": row["verdict"] or UNFINISHED,
-                          "turns": len(turns), "usd": row["usd"] if row["usd"] is not None else sum(t["usd"] for t in turns),
-                          "agents": agents})
+            found.append(
+                {
+                    "id": row["id"],
+                    "time": row["time"],
+                    "command": row["command"],
+                    "problem": problem_title(row["problem"] or ""),
+                    "problem_sha256": row["problem_sha256"],
+                    "verdict": row["verdict"] or UNFINISHED,
+                    "turns": len(turns),
+                    "usd": row["usd"] if row["usd"] is not None else sum(t["usd"] for t in turns),
+                    "agents": agents,
+                }
+            )
         return found
 
     def get_run(self, ref: int | None) -> StoredRun | None:
@@ -280,10 +352,23 @@ class RunLog:
         run = dict(row)
         for column in ("pool", "tests", "settings", "result"):
             run[column] = None if run[column] is None else json.loads(run[column])
-        turns = [dict(t) for t in self.db.execute("SELECT * FROM turns WHERE run_id = ? ORDER BY turn", (run["id"],))]
+        turns = [
+            dict(t)
+            for t in self.db.execute(
+                "SELECT * FROM turns WHERE run_id = ? ORDER BY turn", (run["id"],)
+            )
+        ]
         for t in turns:
-            t["agent_probs"], t["role_probs"] = json.loads(t["agent_probs"]), json.loads(t["role_probs"])
-        checks = [dict(c) for c in self.db.execute("SELECT * FROM checks WHERE run_id = ? ORDER BY rowid", (run["id"],))]
+            t["agent_probs"], t["role_probs"] = (
+                json.loads(t["agent_probs"]),
+                json.loads(t["role_probs"]),
+            )
+        checks = [
+            dict(c)
+            for c in self.db.execute(
+                "SELECT * FROM checks WHERE run_id = ? ORDER BY rowid", (run["id"],)
+            )
+        ]
         return StoredRun(run, turns, checks)
 
     def stats(self, since: datetime | None = None) -> list[dict[str, Any]]:
@@ -301,8 +386,14 @@ class RunLog:
                GROUP BY day, t.agent ORDER BY day DESC, t.agent""",
             (utc(since) if since else "",),
         )
-        return [{**dict(r), "accepted": int(r["accepted"]), "accept_rate": r["accepted"] / r["answers"] if r["answers"] else None}
-                for r in rows]
+        return [
+            {
+                **dict(r),
+                "accepted": int(r["accepted"]),
+                "accept_rate": r["accepted"] / r["answers"] if r["answers"] else None,
+            }
+            for r in rows
+        ]
 
     def prune(self, before: datetime) -> int:
         """Delete the runs started before `before`, with their turns and checks."""
@@ -318,21 +409,33 @@ class RunLogSink:
     """A solve's events into the log as they happen. The first error (corrupt, locked, newer
     log) costs one warning; the run goes on unlogged."""
 
-    def __init__(self, final: Callable[[EpisodeResult], dict[str, Any]], warn: Callable[[str], None]) -> None:
+    def __init__(
+        self, final: Callable[[EpisodeResult], dict[str, Any]], warn: Callable[[str], None]
+    ) -> None:
         self.final = final  # the object `solve --json` prints, stored at the end
         self.warn = warn
         self.log: RunLog | None = None
         self.run_id = 0
 
     @classmethod
-    def start(cls, problem: str, pool: Pool, head: str, *, final: Callable[[EpisodeResult], dict[str, Any]],
-              warn: Callable[[str], None], tests: dict[str, Any] | None = None,
-              settings: dict[str, Any] | None = None) -> RunLogSink:
+    def start(
+        cls,
+        problem: str,
+        pool: Pool,
+        head: str,
+        *,
+        final: Callable[[EpisodeResult], dict[str, Any]],
+        warn: Callable[[str], None],
+        tests: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> RunLogSink:
         sink = cls(final, warn)
 
         def begin() -> None:
             sink.log = RunLog.open()
-            sink.run_id = sink.log.start_run("solve", problem, pool, head, tests=tests, settings=settings)
+            sink.run_id = sink.log.start_run(
+                "solve", problem, pool, head, tests=tests, settings=settings
+            )
 
         sink._guard(begin)
         return sink
@@ -347,11 +450,19 @@ class RunLogSink:
             self.log.add_turn(self.run_id, event.record)
         elif isinstance(event, CheckFinished):
             outcome = event.outcome
-            self.log.add_check(self.run_id, event.turn, outcome.passed, outcome.summary, outcome.source)
+            self.log.add_check(
+                self.run_id, event.turn, outcome.passed, outcome.summary, outcome.source
+            )
         elif isinstance(event, EpisodeFinished):
             result = event.result
-            self.log.finish_run(self.run_id, result.verdict, answer=result.answer, usd=result.usd,
-                                error=result.error, result=self.final(result))
+            self.log.finish_run(
+                self.run_id,
+                result.verdict,
+                answer=result.answer,
+                usd=result.usd,
+                error=result.error,
+                result=self.final(result),
+            )
             self._close()
 
     def _guard(self, action: Callable[[], None]) -> None:
@@ -384,13 +495,23 @@ class Summary:
     error: str | None = None
     result: dict[str, Any] | None = None
 
-    def done(self, verdict: str, usd: float, result: dict[str, Any], error: str | None = None) -> None:
+    def done(
+        self, verdict: str, usd: float, result: dict[str, Any], error: str | None = None
+    ) -> None:
         self.verdict, self.usd, self.result, self.error = verdict, usd, result, error
 
 
 @contextmanager
-def summary_row(command: str, tasks: str, pool: Pool, head: str, settings: dict[str, Any], *,
-                enabled: bool, warn: Callable[[str], None]) -> Iterator[Summary]:
+def summary_row(
+    command: str,
+    tasks: str,
+    pool: Pool,
+    head: str,
+    settings: dict[str, Any],
+    *,
+    enabled: bool,
+    warn: Callable[[str], None],
+) -> Iterator[Summary]:
     """One row for a whole eval / train run, written when it ends however it ends: an
     exception leaves verdict `interrupted` (Ctrl-C) or `error`."""
     summary, started = Summary(), now()
@@ -405,9 +526,16 @@ def summary_row(command: str, tasks: str, pool: Pool, head: str, settings: dict[
         if enabled:
             try:
                 with RunLog.open() as log:
-                    run_id = log.start_run(command, tasks, pool, head, settings=settings, started=started)
-                    log.finish_run(run_id, summary.verdict or UNFINISHED, usd=summary.usd, error=summary.error,
-                                   result=summary.result)
+                    run_id = log.start_run(
+                        command, tasks, pool, head, settings=settings, started=started
+                    )
+                    log.finish_run(
+                        run_id,
+                        summary.verdict or UNFINISHED,
+                        usd=summary.usd,
+                        error=summary.error,
+                        result=summary.result,
+                    )
             except LOG_ERRORS as exc:
                 warn(_warning(exc))
 
@@ -418,5 +546,7 @@ TITLE_CHARS = 48
 def problem_title(problem: str) -> str:
     """Which problem a run was, in a few words: its first non-blank line, without Markdown's
     heading marks (eval and train store `tasks:split` there)."""
-    first = next((line.strip().lstrip("#").strip() for line in problem.splitlines() if line.strip()), "")
+    first = next(
+        (line.strip().lstrip("#").strip() for line in problem.splitlines() if line.strip()), ""
+    )
     return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1] + "…"

@@ -50,7 +50,9 @@ class KeyValueStore:
         self._put = f"INSERT OR REPLACE INTO {table} VALUES (?, ?)"
         self._count = f"SELECT COUNT(*) FROM {table}"
         with self._lock, self._db:
-            self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, {value_column} {value_type})")
+            self._db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, {value_column} {value_type})"
+            )
 
     def get(self, key: str) -> Any | None:
         with self._lock:

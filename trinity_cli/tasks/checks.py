@@ -37,7 +37,9 @@ class TestSuite:
 
     source: str  # the test file's path, "problem examples" or "problem samples"
     tests: Tests
-    count: int  # test functions (1 for a file of asserts only), doctest examples or stdin/stdout cases
+    count: (
+        int  # test functions (1 for a file of asserts only), doctest examples or stdin/stdout cases
+    )
 
     @property
     def stdin_program(self) -> bool:
@@ -50,8 +52,11 @@ class TestSuite:
             summary = f"timed out after {limits.wall_s:g} s"
         else:
             lines = result.output.strip().splitlines()
-            lines.append(f"{result.tests_passed}/{result.tests_total} passed" if result.tests_total
-                         else "the tests did not finish")
+            lines.append(
+                f"{result.tests_passed}/{result.tests_total} passed"
+                if result.tests_total
+                else "the tests did not finish"
+            )
             summary = "\n".join(lines[-SUMMARY_LINES:])
         return CheckOutcome(result.passed, summary, self.source)
 
@@ -67,8 +72,11 @@ def suite_from_file(path: Path, tolerance: float | None = None) -> TestSuite:
         compile(text, str(path), "exec")
     except SyntaxError as exc:
         raise UsageError(f"--tests file {path}:{exc.lineno}: {exc.msg}") from None
-    functions = [node for node in ast.parse(text).body
-                 if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+    functions = [
+        node
+        for node in ast.parse(text).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+    ]
     return TestSuite(str(path), Tests("file", source=text), max(1, len(functions)))
 
 
@@ -97,23 +105,33 @@ def _suite_from_cases(path: Path, text: str, tolerance: float | None) -> TestSui
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--tests file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        raise UsageError(
+            f"--tests file {path} is not valid JSON: {exc.msg} (line {exc.lineno})"
+        ) from None
     if isinstance(data, dict):
         unknown = sorted(set(data) - {"tests", "tolerance"})
         if unknown:
-            raise UsageError(f"--tests file {path}: unknown key {unknown[0]!r} (expected {CASES_SHAPE})")
+            raise UsageError(
+                f"--tests file {path}: unknown key {unknown[0]!r} (expected {CASES_SHAPE})"
+            )
         tolerance = data.get("tolerance", tolerance)
-        if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-                                      or tolerance < 0):
-            raise UsageError(f"--tests file {path}: \"tolerance\" must be a number >= 0")
+        if tolerance is not None and (
+            isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0
+        ):
+            raise UsageError(f'--tests file {path}: "tolerance" must be a number >= 0')
         data = data.get("tests")
     if not isinstance(data, list) or not data:
         raise UsageError(f"--tests file {path}: expected {CASES_SHAPE}, with at least one case")
     for number, case in enumerate(data, start=1):
-        if not (isinstance(case, dict) and set(case) == {"input", "output"}
-                and all(isinstance(value, str) for value in case.values())):
-            raise UsageError(f'--tests file {path}: case {number} is not {{"input": "...", "output": "..."}} '
-                             "(two strings)")
+        if not (
+            isinstance(case, dict)
+            and set(case) == {"input", "output"}
+            and all(isinstance(value, str) for value in case.values())
+        ):
+            raise UsageError(
+                f'--tests file {path}: case {number} is not {{"input": "...", "output": "..."}} '
+                "(two strings)"
+            )
     cases = tuple((case["input"], case["output"]) for case in data)
     return TestSuite(str(path), Tests("stdio", examples=cases, tolerance=tolerance), len(cases))
 
@@ -130,7 +148,11 @@ def _samples_suite(text: str) -> TestSuite | None:
     if not samples:
         return None
     cases = tuple((sample.input, sample.output) for sample in samples)
-    return TestSuite("problem samples", Tests("stdio", examples=cases, tolerance=stated_tolerance(text)), len(cases))
+    return TestSuite(
+        "problem samples",
+        Tests("stdio", examples=cases, tolerance=stated_tolerance(text)),
+        len(cases),
+    )
 
 
 def _doctest_suite(text: str) -> TestSuite | None:
@@ -138,8 +160,10 @@ def _doctest_suite(text: str) -> TestSuite | None:
 
     Fence and docstring-quote lines end an expected output (a Markdown problem puts its examples
     in a docstring inside a code block); a paragraph doctest cannot parse is skipped."""
-    lines = ["" if line.strip() in ('"""', "'''") or line.lstrip().startswith("```") else line
-             for line in text.splitlines()]
+    lines = [
+        "" if line.strip() in ('"""', "'''") or line.lstrip().startswith("```") else line
+        for line in text.splitlines()
+    ]
     parser, examples = doctest.DocTestParser(), []
     for paragraph in re.split(r"\n\s*\n", "\n".join(lines)):
         try:

@@ -42,11 +42,32 @@ from trinity_cli.errors import TaskFileError
 from trinity_cli.tasks.samples import stated_tolerance
 
 Case = tuple[str, str]  # (input, expected output)
-PLAIN_KEYS = ("task_id", "prompt", "visible_tests", "tests", "starter_code", "func_name", "tolerance")
+PLAIN_KEYS = (
+    "task_id",
+    "prompt",
+    "visible_tests",
+    "tests",
+    "starter_code",
+    "func_name",
+    "tolerance",
+)
 TESTTYPES = ("stdin", "functional")
 MAX_PICKLE_BYTES = 1 << 30  # LCB's private tests, decompressed; more is a zip bomb, not a test set
-_STR_OPCODES = frozenset({"PROTO", "FRAME", "STOP", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
-                          "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"})  # all a pickled str needs (protocols 0-5)
+_STR_OPCODES = frozenset(
+    {
+        "PROTO",
+        "FRAME",
+        "STOP",
+        "UNICODE",
+        "BINUNICODE",
+        "SHORT_BINUNICODE",
+        "BINUNICODE8",
+        "PUT",
+        "BINPUT",
+        "LONG_BINPUT",
+        "MEMOIZE",
+    }
+)  # all a pickled str needs (protocols 0-5)
 
 
 @dataclass(frozen=True)
@@ -55,7 +76,9 @@ class Cases:
 
     public: tuple[Case, ...]  # shown in the problem: what a Verifier may run
     private: tuple[Case, ...] = ()  # hidden
-    tolerance: float | None = None  # stdin tests: the error allowed between numbers (absolute or relative)
+    tolerance: float | None = (
+        None  # stdin tests: the error allowed between numbers (absolute or relative)
+    )
 
     @property
     def all(self) -> tuple[Case, ...]:
@@ -97,7 +120,9 @@ def livecodebench_line(raw: dict[str, Any], where: str) -> CaseTask:
         metadata = _json(metadata, "metadata", where) if metadata.strip() else {}
     func_name = metadata.get("func_name", "") if isinstance(metadata, dict) else None
     if not isinstance(func_name, str):
-        raise TaskFileError(f"{where}: field 'metadata' must be a JSON object whose 'func_name' is a string")
+        raise TaskFileError(
+            f"{where}: field 'metadata' must be a JSON object whose 'func_name' is a string"
+        )
     public = _lcb_cases(raw.get("public_test_cases"), "public_test_cases", where)
     private_value = raw.get("private_test_cases", [])
     if isinstance(private_value, str) and not private_value.lstrip().startswith("["):
@@ -105,47 +130,80 @@ def livecodebench_line(raw: dict[str, Any], where: str) -> CaseTask:
     private = _lcb_cases(private_value, "private_test_cases", where)
     types = {testtype for _, _, testtype in public + private}
     if len(types) > 1:
-        raise TaskFileError(f"{where}: the tests mix stdin and functional test types: a task's tests are one or the other")
+        raise TaskFileError(
+            f"{where}: the tests mix stdin and functional test types: a task's tests are one or the other"
+        )
     if types and (types == {"functional"}) != bool(func_name):
-        raise TaskFileError(f"{where}: functional tests need metadata.func_name, and only they take one "
-                            f"(tests: {types.pop()}, func_name: {func_name or 'none'})")
-    return _case_task(task_id, prompt, {"public_test_cases": [(i, o) for i, o, _ in public],
-                                        "private_test_cases": [(i, o) for i, o, _ in private]},
-                      func_name, starter, None, where)
+        raise TaskFileError(
+            f"{where}: functional tests need metadata.func_name, and only they take one "
+            f"(tests: {types.pop()}, func_name: {func_name or 'none'})"
+        )
+    return _case_task(
+        task_id,
+        prompt,
+        {
+            "public_test_cases": [(i, o) for i, o, _ in public],
+            "private_test_cases": [(i, o) for i, o, _ in private],
+        },
+        func_name,
+        starter,
+        None,
+        where,
+    )
 
 
 def plain_line(raw: dict[str, Any], where: str) -> CaseTask:
     """A line of trinity's plain layout."""
     unknown = sorted(set(raw) - set(PLAIN_KEYS))
     if unknown:
-        raise TaskFileError(f"{where}: unknown key {unknown[0]!r} (a task with \"tests\" takes {', '.join(PLAIN_KEYS)})")
+        raise TaskFileError(
+            f'{where}: unknown key {unknown[0]!r} (a task with "tests" takes {", ".join(PLAIN_KEYS)})'
+        )
     task_id, prompt = _text(raw, "task_id", where), _text(raw, "prompt", where)
     cases: dict[str, list[Case]] = {}
     for field in ("visible_tests", "tests"):
         value = raw.get(field)
         if not isinstance(value, list) or not all(
-                isinstance(case, dict) and set(case) == {"input", "output"}
-                and all(isinstance(text, str) for text in case.values()) for case in value):
-            raise TaskFileError(f'{where}: field {field!r} must be a list of {{"input": "...", "output": "..."}}')
+            isinstance(case, dict)
+            and set(case) == {"input", "output"}
+            and all(isinstance(text, str) for text in case.values())
+            for case in value
+        ):
+            raise TaskFileError(
+                f'{where}: field {field!r} must be a list of {{"input": "...", "output": "..."}}'
+            )
         cases[field] = [(case["input"], case["output"]) for case in value]
     starter, func_name = raw.get("starter_code", ""), raw.get("func_name", "")
     if not isinstance(starter, str):
         raise TaskFileError(f"{where}: field 'starter_code' must be a string")
     if not isinstance(func_name, str) or ("func_name" in raw and not func_name):
-        raise TaskFileError(f"{where}: field 'func_name' must be a non-empty string (the function the tests call)")
+        raise TaskFileError(
+            f"{where}: field 'func_name' must be a non-empty string (the function the tests call)"
+        )
     tolerance = raw.get("tolerance")
-    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0):
+    if tolerance is not None and (
+        isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0
+    ):
         raise TaskFileError(f"{where}: field 'tolerance' must be a number >= 0")
     return _case_task(task_id, prompt, cases, func_name, starter, tolerance, where)
 
 
-def _case_task(task_id: str, prompt: str, cases: dict[str, list[Case]], func_name: str, starter: str,
-               tolerance: float | None, where: str) -> CaseTask:
+def _case_task(
+    task_id: str,
+    prompt: str,
+    cases: dict[str, list[Case]],
+    func_name: str,
+    starter: str,
+    tolerance: float | None,
+    where: str,
+) -> CaseTask:
     """The task from its public and private `cases` (by field name, in that order); functional
     cases are checked to be JSON here, once, rather than failing every grade."""
     if func_name:
         if tolerance is not None:
-            raise TaskFileError(f"{where}: 'tolerance' applies to stdin tests only; this task's tests call {func_name}")
+            raise TaskFileError(
+                f"{where}: 'tolerance' applies to stdin tests only; this task's tests call {func_name}"
+            )
         for field, listed in cases.items():
             for number, (arguments, expected) in enumerate(listed, start=1):
                 for text in [line for line in arguments.split("\n") if line.strip()] + [expected]:
@@ -153,7 +211,9 @@ def _case_task(task_id: str, prompt: str, cases: dict[str, list[Case]], func_nam
     else:
         tolerance = stated_tolerance(prompt) if tolerance is None else float(tolerance)
     public, private = cases.values()
-    return CaseTask(task_id, prompt, Cases(tuple(public), tuple(private), tolerance), func_name, starter)
+    return CaseTask(
+        task_id, prompt, Cases(tuple(public), tuple(private), tolerance), func_name, starter
+    )
 
 
 def _text(raw: dict[str, Any], key: str, where: str) -> str:
@@ -174,13 +234,18 @@ def _lcb_cases(value: Any, field: str, where: str) -> list[tuple[str, str, str]]
     """(input, output, testtype) of a list of LCB tests, given as the list or its JSON text."""
     if isinstance(value, str):
         value = _json(value, field, where)
-    shape = f'a list of {{"input", "output", "testtype"}} strings, testtype {" or ".join(TESTTYPES)}'
+    shape = (
+        f'a list of {{"input", "output", "testtype"}} strings, testtype {" or ".join(TESTTYPES)}'
+    )
     if not isinstance(value, list):
         raise TaskFileError(f"{where}: field {field!r} must be {shape}")
     cases = []
     for number, case in enumerate(value, start=1):
-        if not (isinstance(case, dict) and all(isinstance(case.get(key), str) for key in ("input", "output"))
-                and case.get("testtype") in TESTTYPES):
+        if not (
+            isinstance(case, dict)
+            and all(isinstance(case.get(key), str) for key in ("input", "output"))
+            and case.get("testtype") in TESTTYPES
+        ):
             raise TaskFileError(f"{where}: {field} test {number} is not {shape}")
         cases.append((case["input"], case["output"], case["testtype"]))
     return cases
@@ -190,8 +255,10 @@ def _unpickled_json(text: str, where: str) -> str:
     try:
         return unpickle_str(text)
     except ValueError as exc:
-        raise TaskFileError(f"{where}: private_test_cases is neither a JSON list nor LiveCodeBench's compressed "
-                            f"pickle of one: {exc}") from None
+        raise TaskFileError(
+            f"{where}: private_test_cases is neither a JSON list nor LiveCodeBench's compressed "
+            f"pickle of one: {exc}"
+        ) from None
 
 
 class _NoGlobals(pickle.Unpickler):
@@ -217,8 +284,10 @@ def unpickle_str(text: str) -> str:
         raise ValueError(f"not a pickle ({exc})") from None
     refused = next((name for name in opcodes if name not in _STR_OPCODES), None)
     if refused is not None:
-        raise ValueError(f"the pickle holds opcode {refused}, not just a string: refused, nothing in it run "
-                         "(a pickle can call any function)")
+        raise ValueError(
+            f"the pickle holds opcode {refused}, not just a string: refused, nothing in it run "
+            "(a pickle can call any function)"
+        )
     try:
         return str(_NoGlobals(io.BytesIO(data)).load())  # strings are all those opcodes can make
     except (pickle.UnpicklingError, ValueError, EOFError) as exc:  # say, STOP with nothing pushed

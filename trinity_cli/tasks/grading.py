@@ -70,7 +70,7 @@ import bisect, collections, functools, heapq, itertools, math, re, string, sys
 sys.setrecursionlimit(50000)
 """
 
-_HARNESS = r'''
+_HARNESS = r"""
 import builtins, doctest, json, os, sys, traceback
 
 LOADS, DUMPS = json.loads, json.dumps  # taken before the answer runs
@@ -165,7 +165,7 @@ def call_cases(name, cases, solution):
     return passed, max(1, len(cases))
 
 main()
-'''
+"""
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,9 @@ class Tests:
     # doctest: (source, expected output); stdio: (stdin, expected stdout); call: (arguments, one JSON
     # value a line; the expected JSON value)
     examples: tuple[tuple[str, str], ...] = ()
-    tolerance: float | None = None  # stdio: the error allowed between numbers (absolute or relative)
+    tolerance: float | None = (
+        None  # stdio: the error allowed between numbers (absolute or relative)
+    )
 
 
 @dataclass(frozen=True)
@@ -210,8 +212,12 @@ def grade(answer: str, tests: Tests, prelude: str = "", limits: Limits = Limits(
     return Grade(passed_line and result.returncode == 0, n_passed, total, result.timed_out, output)
 
 
-def grade_program(program: str, cases: tuple[tuple[str, str], ...], tolerance: float | None = None,
-                  limits: Limits = Limits()) -> Grade:
+def grade_program(
+    program: str,
+    cases: tuple[tuple[str, str], ...],
+    tolerance: float | None = None,
+    limits: Limits = Limits(),
+) -> Grade:
     """Run `program` on each (stdin, expected stdout) case, each under `limits`; this process
     judges the output (the first 64 KiB of it, what the sandbox keeps). The first timeout ends
     the grading: a program that hangs on one case would likely hang on each."""
@@ -223,7 +229,10 @@ def grade_program(program: str, cases: tuple[tuple[str, str], ...], tolerance: f
             return Grade(False, passed, len(cases), True, "\n".join(notes))
         if result.returncode != 0:
             errors = result.stderr.strip().splitlines()
-            notes.append(f"case {number} failed: exit code {result.returncode}" + (f": {errors[-1]}" if errors else ""))
+            notes.append(
+                f"case {number} failed: exit code {result.returncode}"
+                + (f": {errors[-1]}" if errors else "")
+            )
         elif (difference := output_difference(result.stdout, expected, tolerance)) is not None:
             notes.append(f"case {number} failed: {difference}")
         else:
@@ -270,7 +279,12 @@ class Grader:
 
     SCHEMA = ("grades", "passed", "INTEGER")
 
-    def __init__(self, path: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, table: Table | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        table: Table | None = None,
+    ) -> None:
         """Remembered on `path`, or in another process's store (`table`: see train/ray_runner.py)."""
         self.timeout_s = timeout_s
         self.path = path

@@ -29,8 +29,12 @@ class Sample:
 
 _DECOR = r"\s*(?:#{1,6}\s*)?(?:\*\*|__)?\s*"  # a Markdown heading mark, bold
 _NUMBER = r"\s*(?:#?\s*\d+|\(\d+\))?\s*:?\s*(?:\*\*|__)?\s*:?\s*"  # "1", "#1", "(1)", then ":"
-_LABEL = re.compile(_DECOR + r"(?P<prefix>(?:sample|example)\s*)?(?P<kind>input|output)" + _NUMBER, re.IGNORECASE)
-_SECTION = re.compile(_DECOR + r"(?:sample|example)s?(?:\s+(?:test\s*)?(?:cases?|tests?))?" + _NUMBER, re.IGNORECASE)
+_LABEL = re.compile(
+    _DECOR + r"(?P<prefix>(?:sample|example)\s*)?(?P<kind>input|output)" + _NUMBER, re.IGNORECASE
+)
+_SECTION = re.compile(
+    _DECOR + r"(?:sample|example)s?(?:\s+(?:test\s*)?(?:cases?|tests?))?" + _NUMBER, re.IGNORECASE
+)
 _FENCE = re.compile(r"(?P<indent> *)(?P<mark>`{3,}|~{3,})")
 _HEADING = re.compile(r"\s*#{1,6}\s+\S")  # a Markdown heading; a grid row ("#.##") is none
 _FLOAT_TOKEN = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -91,12 +95,18 @@ def _block(lines: list[str], start: int, in_examples: bool) -> tuple[str, int]:
         return _fenced(lines, i)
     if lines[i].startswith(("    ", "\t")):
         end = i
-        while end < len(lines) and (not lines[end].strip() or lines[end].startswith(("    ", "\t"))):
+        while end < len(lines) and (
+            not lines[end].strip() or lines[end].startswith(("    ", "\t"))
+        ):
             end += 1
         return textwrap.dedent("\n".join(lines[i:end])).strip("\n"), end
     end = i
-    while end < len(lines) and lines[end].strip() and _label(lines[end], in_examples) is None \
-            and not _HEADING.match(lines[end]):
+    while (
+        end < len(lines)
+        and lines[end].strip()
+        and _label(lines[end], in_examples) is None
+        and not _HEADING.match(lines[end])
+    ):
         end += 1
     return "\n".join(line.rstrip() for line in lines[i:end]), end
 
@@ -111,7 +121,9 @@ def _fenced(lines: list[str], start: int) -> tuple[str, int]:
     end = start + 1
     while end < len(lines) and not closing.fullmatch(lines[end]):
         end += 1
-    body = [line[min(indent, len(line) - len(line.lstrip(" "))):] for line in lines[start + 1:end]]
+    body = [
+        line[min(indent, len(line) - len(line.lstrip(" "))) :] for line in lines[start + 1 : end]
+    ]
     return "\n".join(body), end + 1
 
 
@@ -119,7 +131,9 @@ def stated_tolerance(text: str) -> float | None:
     """The error bound the problem states for real-number outputs, if any: the first negative
     power of ten written shortly after "error", "tolerance", "precision" or "differ"."""
     for match in _BOUND.finditer(text):
-        if not _BOUND_CONTEXT.search(text[max(0, match.start() - BOUND_LOOKBEHIND):match.start()]):
+        if not _BOUND_CONTEXT.search(
+            text[max(0, match.start() - BOUND_LOOKBEHIND) : match.start()]
+        ):
             continue
         if match.group("exp") is not None:
             return float(match.group("mantissa") or 1) * 10.0 ** -int(match.group("exp"))
@@ -143,7 +157,8 @@ def output_difference(actual: str, expected: str, tolerance: float | None = None
             return f"line {number}: expected {_clip(wanted)}, got nothing"
         tokens, wanted_tokens = line.split(), wanted.split()
         if len(tokens) != len(wanted_tokens) or not all(
-                _tokens_equal(token, other, tolerance) for token, other in zip(tokens, wanted_tokens)):
+            _tokens_equal(token, other, tolerance) for token, other in zip(tokens, wanted_tokens)
+        ):
             return f"line {number}: expected {_clip(wanted)}, got {_clip(line)}"
     return None
 
@@ -158,7 +173,9 @@ def _lines(text: str) -> list[str]:
 def _tokens_equal(token: str, expected: str, tolerance: float | None) -> bool:
     if token == expected:
         return True
-    if tolerance is None or not (_FLOAT_TOKEN.fullmatch(token) and _FLOAT_TOKEN.fullmatch(expected)):
+    if tolerance is None or not (
+        _FLOAT_TOKEN.fullmatch(token) and _FLOAT_TOKEN.fullmatch(expected)
+    ):
         return False
     error, scale = abs(float(token) - float(expected)), max(1.0, abs(float(expected)))
     return error <= tolerance * scale * (1 + 1e-9)  # the slack absorbs the bound's own rounding

@@ -52,7 +52,9 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 INIT = Path(__file__).with_name("sandbox_init.py")
 INIT_IN_JAIL = "/.trinity/sandbox_init.py"
 ROOT_SETUP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN")  # dropped before exec
-STDIN_FILE = "stdin.txt"  # the input given on stdin: sandbox_init.py opens it as fd 0, then deletes it
+STDIN_FILE = (
+    "stdin.txt"  # the input given on stdin: sandbox_init.py opens it as fd 0, then deletes it
+)
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,12 @@ class Isolation:
         return asdict(self)
 
 
-def run_python(program: str, limits: Limits = Limits(), files: dict[str, str] | None = None,
-               stdin: str | None = None) -> ExecResult:
+def run_python(
+    program: str,
+    limits: Limits = Limits(),
+    files: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> ExecResult:
     """Run `program` (beside `files`, name → text, in its work dir; `stdin` its input, else
     none) with the strongest isolation this machine offers."""
     return run_in_mode(program, isolation().mode, limits, files, stdin)
@@ -115,8 +121,13 @@ def _wait(child: subprocess.Popen, timeout: float) -> int:
     return child.wait()
 
 
-def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None,
-                stdin: str | None = None) -> ExecResult:
+def run_in_mode(
+    program: str,
+    mode: str,
+    limits: Limits = Limits(),
+    files: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> ExecResult:
     """Run `program` in one named mode (the probe and the tests call this directly)."""
     if stdin is not None:
         files = {**(files or {}), STDIN_FILE: stdin}
@@ -136,20 +147,45 @@ def run_in_mode(program: str, mode: str, limits: Limits = Limits(), files: dict[
         "drop_uid": is_root and mode != "rlimits",
         "stdin": None if stdin is None else STDIN_FILE,
         "nest_user": mode == "namespaces" and not is_root,
-        "limits": {**asdict(limits), "processes": limits.processes if counts_processes(mode) else 0},
+        "limits": {
+            **asdict(limits),
+            "processes": limits.processes if counts_processes(mode) else 0,
+        },
     }
     init = [base_python, "-I", str(INIT), json.dumps(config)]
     if mode == "bwrap":
-        init = [*_bwrap_command(base_python, is_root), base_python, "-I", INIT_IN_JAIL, json.dumps(config)]
+        init = [
+            *_bwrap_command(base_python, is_root),
+            base_python,
+            "-I",
+            INIT_IN_JAIL,
+            json.dumps(config),
+        ]
     elif mode == "namespaces":
         user = [] if is_root else ["--user", "--map-root-user"]
-        namespaces = ["--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts", "--mount-proc"]
+        namespaces = [
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount",
+            "--net",
+            "--ipc",
+            "--uts",
+            "--mount-proc",
+        ]
         init = [shutil.which("unshare") or "unshare", *user, *namespaces, *init]
     try:
         with open(scratch / "stdout", "wb") as out, open(scratch / "stderr", "wb") as err:
             try:
-                child = subprocess.Popen(init, stdin=subprocess.PIPE, stdout=out, stderr=err, env=HOST_ENV,
-                                         cwd="/", start_new_session=True)
+                child = subprocess.Popen(
+                    init,
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=err,
+                    env=HOST_ENV,
+                    cwd="/",
+                    start_new_session=True,
+                )
             except OSError as exc:
                 return ExecResult(SETUP_FAILED, "", f"sandbox set-up failed: {exc}")
             assert child.stdin is not None  # stdin=PIPE
@@ -177,9 +213,22 @@ def _bwrap_command(base_python: str, is_root: bool) -> list[str]:
     /dev. As a user, a user namespace (uid 65534 inside) that cannot make another; as root, no
     user namespace (it would map root's files to the candidate), so sandbox_init.py keeps the
     capabilities to drop to the real uid 65534 and loses them before exec."""
-    command = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
+    command = [
+        shutil.which("bwrap") or "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+        "--cap-drop",
+        "ALL",
+    ]
     if is_root:
-        command += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        command += [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ]
         command += [arg for cap in ROOT_SETUP_CAPS for arg in ("--cap-add", cap)]
     else:
         command += ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
@@ -211,7 +260,9 @@ def _inside(path: str, top: str) -> bool:
 def _bwrap_help() -> str:
     """Options differ across bubblewrap releases (--disable-userns and --size are 0.8+)."""
     try:
-        return subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10, check=False).stdout
+        return subprocess.run(
+            ["bwrap", "--help"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
 
@@ -286,14 +337,18 @@ def isolation() -> Isolation:
     for mode in MODES:
         command = {"bwrap": "bwrap", "namespaces": "unshare"}.get(mode)
         if command and shutil.which(command) is None:
-            unavailable[mode] = f"no `{command}` command" + (" (package bubblewrap)" if mode == "bwrap" else "")
+            unavailable[mode] = f"no `{command}` command" + (
+                " (package bubblewrap)" if mode == "bwrap" else ""
+            )
             continue
         if mode == "uid-drop" and not is_root:
             continue
         result = run_in_mode("print('ok')", mode, Limits(wall_s=20.0))
         if result.passed and result.stdout == "ok\n":
             return Isolation(mode, *_describe(mode, is_root), unavailable, _user())
-        unavailable[mode] = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+        unavailable[mode] = (
+            result.stderr.strip().splitlines() or [f"exit code {result.returncode}"]
+        )[-1]
     raise ConfigError(f"the sandbox cannot run Python here: {unavailable['rlimits']}")
 
 
@@ -307,46 +362,78 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
     """What `mode` isolates, and what not, for the user trinity runs as. The hostile programs
     of tests/test_sandbox.py and tests/test_sandbox_nonroot.py check these lines."""
     linux = sys.platform.startswith("linux")
-    isolated = ["scrubbed environment, stdin closed (or only the sample input)", "own process group, killed on timeout",
-                "limits: CPU time, address space, file size (caps output), open files"]
+    isolated = [
+        "scrubbed environment, stdin closed (or only the sample input)",
+        "own process group, killed on timeout",
+        "limits: CPU time, address space, file size (caps output), open files",
+    ]
     if linux:
-        isolated.append("trinity is non-dumpable: no candidate can read its /proc/<pid>/environ "
-                        "(API keys) or ptrace it")
+        isolated.append(
+            "trinity is non-dumpable: no candidate can read its /proc/<pid>/environ "
+            "(API keys) or ptrace it"
+        )
     not_isolated = [] if counts_processes(mode) else ["process count is not limited"]
     if mode in JAILS:
-        who = "the real uid 65534" if is_root else "uid 65534 in a user namespace (your uid outside)"
-        isolated += [("user, " if not is_root else "") + "PID, mount, network, IPC and UTS namespaces: "
-                     "no other process is visible, and killing the sandbox kills all of it",
-                     "no network: a listener on the host's 127.0.0.1 is unreachable",
-                     f"runs as {who} with no capabilities and no_new_privs: the jail cannot be undone"]
+        who = (
+            "the real uid 65534" if is_root else "uid 65534 in a user namespace (your uid outside)"
+        )
+        isolated += [
+            ("user, " if not is_root else "") + "PID, mount, network, IPC and UTS namespaces: "
+            "no other process is visible, and killing the sandbox kills all of it",
+            "no network: a listener on the host's 127.0.0.1 is unreachable",
+            f"runs as {who} with no capabilities and no_new_privs: the jail cannot be undone",
+        ]
     if mode == "bwrap":
-        isolated.append("bubblewrap: a fresh root with only /usr, /etc, /bin, /lib* and Python's "
-                        "installation, read-only, and a private /tmp holding the work dir; home (but "
-                        "for Python's installation, where it lies there), the repository and every "
-                        "other directory are absent")
+        isolated.append(
+            "bubblewrap: a fresh root with only /usr, /etc, /bin, /lib* and Python's "
+            "installation, read-only, and a private /tmp holding the work dir; home (but "
+            "for Python's installation, where it lies there), the repository and every "
+            "other directory are absent"
+        )
         not_isolated.append("files in /usr and /etc and Python's installation can be read")
     elif mode == "namespaces":
-        isolated.append("every mount read-only (locked); a private /tmp holding the work dir; empty "
-                        "tmpfs over home, /var/tmp, /dev/shm and /run/lock")
+        isolated.append(
+            "every mount read-only (locked); a private /tmp holding the work dir; empty "
+            "tmpfs over home, /var/tmp, /dev/shm and /run/lock"
+        )
         reader = "uid 65534" if is_root else "you"
-        not_isolated.append(f"files that {reader} can read outside home and the temporary directories "
-                            "can be read (the repository, /etc, /opt, ...); install bubblewrap to hide them")
+        not_isolated.append(
+            f"files that {reader} can read outside home and the temporary directories "
+            "can be read (the repository, /etc, /opt, ...); install bubblewrap to hide them"
+        )
     elif mode == "uid-drop":
-        isolated.append("runs as the real uid 65534 with no capabilities and no_new_privs: your files "
-                        "are unreadable unless world-readable")
-        not_isolated += ["network", "other processes are visible (those of uid 65534 can be signalled)",
-                         "world-readable files can be read, world-writable directories (/tmp) written",
-                         _LEAVERS]
+        isolated.append(
+            "runs as the real uid 65534 with no capabilities and no_new_privs: your files "
+            "are unreadable unless world-readable"
+        )
+        not_isolated += [
+            "network",
+            "other processes are visible (those of uid 65534 can be signalled)",
+            "world-readable files can be read, world-writable directories (/tmp) written",
+            _LEAVERS,
+        ]
     else:
         if linux:
             isolated.append("no capabilities and no_new_privs")
-        files = ("it runs as root, without capabilities: it can read and write every file root owns"
-                 if is_root else "it runs as you: it can read and write every file you can")
-        not_isolated += ["network", "other processes are visible, and yours can be signalled", files, _LEAVERS]
+        files = (
+            "it runs as root, without capabilities: it can read and write every file root owns"
+            if is_root
+            else "it runs as you: it can read and write every file you can"
+        )
+        not_isolated += [
+            "network",
+            "other processes are visible, and yours can be signalled",
+            files,
+            _LEAVERS,
+        ]
         if sys.platform == "darwin":
-            not_isolated += [("macOS: resource limits only, no isolation of files, network or processes; "
-                              "a process of yours can read trinity's environment (API keys) with `ps -E`"),
-                             "the address-space limit (macOS does not enforce it)"]
+            not_isolated += [
+                (
+                    "macOS: resource limits only, no isolation of files, network or processes; "
+                    "a process of yours can read trinity's environment (API keys) with `ps -E`"
+                ),
+                "the address-space limit (macOS does not enforce it)",
+            ]
     if counts_processes(mode):
         shared = " (shared by the candidates running at once: all are uid 65534)" if is_root else ""
         isolated.append(f"a process-count limit{shared}")

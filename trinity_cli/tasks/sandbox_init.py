@@ -33,7 +33,12 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096,
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 38, 24
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
-SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # 442: all arches but alpha
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = (
+    442,
+    -100,
+    0x8000,
+    1,
+)  # 442: all arches but alpha
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 IS_LINUX = sys.platform.startswith("linux")
 
@@ -58,9 +63,16 @@ def mount(source, target, fstype, flags, data=None):
 
 def set_readonly(path, recursive, readonly=True):
     """mount_setattr(2): (un)set read-only on `path`'s mount, or on every mount below it."""
-    attr = (ctypes.c_uint64 * 4)(MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else MOUNT_ATTR_RDONLY)
+    attr = (ctypes.c_uint64 * 4)(
+        MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else MOUNT_ATTR_RDONLY
+    )
     flags = AT_RECURSIVE if recursive else 0
-    args = (ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_long(AT_FDCWD), path.encode(), ctypes.c_long(flags))
+    args = (
+        ctypes.c_long(SYS_MOUNT_SETATTR),
+        ctypes.c_long(AT_FDCWD),
+        path.encode(),
+        ctypes.c_long(flags),
+    )
     check(f"read-only {path}", libc.syscall(*args, attr, ctypes.c_long(ctypes.sizeof(attr))))
 
 
@@ -84,7 +96,11 @@ def enter_nested_userns():
     outside). Its new mount namespace copies ours with every mount locked: no umount can
     reveal what the jail covers, and after exec the candidate holds no capability at all."""
     check("unshare a nested user namespace", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{NOBODY} 0 1"), ("gid_map", f"{NOBODY} 0 1")):
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{NOBODY} 0 1"),
+        ("gid_map", f"{NOBODY} 0 1"),
+    ):
         try:
             with open(f"/proc/self/{name}", "w") as handle:
                 handle.write(text)
@@ -119,7 +135,10 @@ def clear_capabilities():
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words, all zero
     check("capset", libc.capset(header, data))
-    check("clearing ambient capabilities", libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0))
+    check(
+        "clearing ambient capabilities",
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0),
+    )
 
 
 def capabilities():
@@ -143,7 +162,9 @@ def drop_privileges(cfg, work):
     check("no_new_privs", libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
     permitted, bounding = capabilities()
     if permitted or (bounding and privileged):
-        fail("dropping capabilities", f"still held: permitted {permitted:#x}, bounding {bounding:#x}")
+        fail(
+            "dropping capabilities", f"still held: permitted {permitted:#x}, bounding {bounding:#x}"
+        )
 
 
 def set_limits(limits, strict):
@@ -218,8 +239,14 @@ def main():
     drop_privileges(cfg, work)
     os.chdir(work)
     set_limits(cfg["limits"], strict=cfg["mode"] != "rlimits")
-    env = {"PATH": "/usr/bin:/bin", "HOME": work, "TMPDIR": work, "PYTHONHASHSEED": "0",
-           "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": work,
+        "TMPDIR": work,
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+    }
     if cfg["mode"] == "namespaces":
         env["LD_LIBRARY_PATH"] = "/tmp/.python/lib"  # the interpreter's RUNPATH may be hidden
     try:

@@ -63,8 +63,11 @@ class Task:
     @property
     def problem(self) -> Problem:
         if self.cases is None:
-            return Problem(text=f"```python\n{self.prompt.rstrip()}\n```\n", code_prompt=self.prompt,
-                           task_id=self.task_id)
+            return Problem(
+                text=f"```python\n{self.prompt.rstrip()}\n```\n",
+                code_prompt=self.prompt,
+                task_id=self.task_id,
+            )
         # A Worker is told to write a program by its system prompt (stdin_program), to complete
         # the starter code by the text.
         text = self.prompt.rstrip() + "\n"
@@ -73,7 +76,12 @@ class Task:
             text += f"\n{lead}\n\n```python\n{self.starter_code.rstrip()}\n```\n"
         elif not self.stdin_program:
             text += f"\nWrite the function `{self.entry_point}`: the tests call it.\n"
-        return Problem(text=text, code_prompt=self.starter_code, task_id=self.task_id, stdin_program=self.stdin_program)
+        return Problem(
+            text=text,
+            code_prompt=self.starter_code,
+            task_id=self.task_id,
+            stdin_program=self.stdin_program,
+        )
 
     @property
     def split(self) -> str:
@@ -110,7 +118,9 @@ def load_tasks(spec: str) -> list[Task]:
     for part in spec.split(","):
         for task in _load_one(part.strip()):
             if tasks.setdefault(task.task_id, task) != task:
-                raise TaskFileError(f"task {task.task_id} differs between the sets joined in {spec!r}")
+                raise TaskFileError(
+                    f"task {task.task_id} differs between the sets joined in {spec!r}"
+                )
     return list(tasks.values())
 
 
@@ -122,7 +132,9 @@ def _load_one(spec: str) -> list[Task]:
         return read_jsonl(path)
     if spec in task_set_names():
         return _tagged(read_jsonl(BUNDLED / f"{spec}.jsonl.gz"))
-    raise TaskFileError(f"task set not found: {spec} (use {', '.join(task_set_names())} or a JSONL file)")
+    raise TaskFileError(
+        f"task set not found: {spec} (use {', '.join(task_set_names())} or a JSONL file)"
+    )
 
 
 def select_split(tasks: list[Task], split: str) -> list[Task]:
@@ -138,8 +150,11 @@ def gradable(tasks: list[Task]) -> tuple[list[Task], str | None]:
     many were left out (evalperf's 47 have a recorded pass rate and no tests), or None."""
     kept = [t for t in tasks if t.has_tests]
     left = len(tasks) - len(kept)
-    return kept, (f"{left} of the {len(tasks)} tasks have no tests and are left out: nothing can grade them"
-                  if left else None)
+    return kept, (
+        f"{left} of the {len(tasks)} tasks have no tests and are left out: nothing can grade them"
+        if left
+        else None
+    )
 
 
 def validation_slice(train: list[Task]) -> tuple[list[Task], list[Task]]:
@@ -147,13 +162,18 @@ def validation_slice(train: list[Task]) -> tuple[list[Task], list[Task]]:
 
     Settings (components, σ0, generations, seeds, cost weight) are chosen by training on `fit`
     and scoring on `validation`, so the test split is scored once, at settings it never chose."""
+
     def held(task: Task) -> bool:
-        return hashlib.sha256((VALIDATION_SALT + task.task_id).encode()).digest()[0] < TEST_BYTE_BELOW
+        return (
+            hashlib.sha256((VALIDATION_SALT + task.task_id).encode()).digest()[0] < TEST_BYTE_BELOW
+        )
 
     return [t for t in train if not held(t)], [t for t in train if held(t)]
 
 
-def json_objects(path: Path, error: type[TrinityError], what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_objects(
+    path: Path, error: type[TrinityError], what: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSON Lines file (gzip allowed); an
     unreadable file or a line that is not a JSON object raises `error` naming where."""
     try:
@@ -180,7 +200,9 @@ def read_jsonl(path: Path) -> list[Task]:
     for number, raw in json_objects(path, TaskFileError, "task file"):
         where = f"{path}:{number}"
         parse = case_layout(raw)
-        tasks.append(_humaneval_task(raw, where) if parse is None else _case_task(parse(raw, where)))
+        tasks.append(
+            _humaneval_task(raw, where) if parse is None else _case_task(parse(raw, where))
+        )
     if not tasks:
         raise TaskFileError(f"task file {path} has no tasks")
     return tasks
@@ -192,15 +214,30 @@ def _humaneval_task(raw: dict[str, Any], where: str) -> Task:
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise TaskFileError(f"{where}: field {key!r} is missing or not a string")
     if not isinstance(raw.get("test"), str):
-        raise TaskFileError(f"{where}: field 'test' is missing or not a string (\"\" for a task without tests)")
+        raise TaskFileError(
+            f"{where}: field 'test' is missing or not a string (\"\" for a task without tests)"
+        )
     for key in ("tags", "visible_tests"):
         value = raw.get(key, [])
         if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
             raise TaskFileError(f"{where}: field {key!r} must be a list of strings")
-    return Task(raw["task_id"], raw["prompt"], raw["entry_point"], raw["test"],
-                raw.get("canonical_solution"), tuple(raw.get("tags", [])),
-                tuple(raw.get("visible_tests", [])))
+    return Task(
+        raw["task_id"],
+        raw["prompt"],
+        raw["entry_point"],
+        raw["test"],
+        raw.get("canonical_solution"),
+        tuple(raw.get("tags", [])),
+        tuple(raw.get("visible_tests", [])),
+    )
 
 
 def _case_task(task: CaseTask) -> Task:
-    return Task(task.task_id, task.prompt, task.func_name, "", cases=task.cases, starter_code=task.starter_code)
+    return Task(
+        task.task_id,
+        task.prompt,
+        task.func_name,
+        "",
+        cases=task.cases,
+        starter_code=task.starter_code,
+    )

@@ -78,19 +78,37 @@ class Row:
 
     def as_json(self) -> dict[str, Any]:
         lo, hi = self.ci95()
-        return {"policy": self.policy, "pass_at_1": round(self.pass_at_1, 4), "ci95": [round(lo, 4), round(hi, 4)],
-                "expected_pass_at_1": round(self.expected_pass_at_1, 4),
-                "usd_per_task": self.usd_per_task, "mean_turns": round(self.mean_turns, 3)}
+        return {
+            "policy": self.policy,
+            "pass_at_1": round(self.pass_at_1, 4),
+            "ci95": [round(lo, 4), round(hi, 4)],
+            "expected_pass_at_1": round(self.expected_pass_at_1, 4),
+            "usd_per_task": self.usd_per_task,
+            "mean_turns": round(self.mean_turns, 3),
+        }
 
 
-def run_policy(name: str, tasks: Sequence[Task], policy: Any, runner: Runner, budget: Budget | None, *,
-               max_turns: int, agents: tuple[int, ...] | None = None, reader: str | None = None,
-               samples: int = 0, seed: int = 0) -> Row:
+def run_policy(
+    name: str,
+    tasks: Sequence[Task],
+    policy: Any,
+    runner: Runner,
+    budget: Budget | None,
+    *,
+    max_turns: int,
+    agents: tuple[int, ...] | None = None,
+    reader: str | None = None,
+    samples: int = 0,
+    seed: int = 0,
+) -> Row:
     """`policy` on every task (`samples` sampled runs each, or one greedy run), with the pool's
     `agents` (indices; None: all) and the coordinator of transcript format `reader`."""
     draws = [None] if samples == 0 else [(seed, s) for s in range(samples)]
-    units = [Episode(task, policy, max_turns, agents, reader, None if d is None else (d[0], i, d[1]))
-             for i, task in enumerate(tasks) for d in draws]
+    units = [
+        Episode(task, policy, max_turns, agents, reader, None if d is None else (d[0], i, d[1]))
+        for i, task in enumerate(tasks)
+        for d in draws
+    ]
     played = iter(runner.map(units, budget))
     results = [[next(played) for _ in draws] for _ in tasks]
     passes = [float(np.mean([r.passed for r in rs])) for rs in results]
@@ -110,10 +128,17 @@ def paired_margin(a: Sequence[float], b: Sequence[float]) -> float:
     return 0.0 if d.mean() == 0 else math.copysign(math.inf, d.mean())
 
 
-def oracle_row(tasks: Sequence[Task], agents: Sequence[Any], runner: Runner, budget: Budget | None) -> Row:
+def oracle_row(
+    tasks: Sequence[Task], agents: Sequence[Any], runner: Runner, budget: Budget | None
+) -> Row:
     solved = runner.map([OracleTask(task, tuple(oracle_plans(agents))) for task in tasks], budget)
-    return Row("oracle", tuple(float(s[0]) for s in solved), sum(s[1] for s in solved) / len(tasks),
-               sum(s[2] for s in solved) / len(tasks), tuple(s[3] for s in solved))
+    return Row(
+        "oracle",
+        tuple(float(s[0]) for s in solved),
+        sum(s[1] for s in solved) / len(tasks),
+        sum(s[2] for s in solved) / len(tasks),
+        tuple(s[3] for s in solved),
+    )
 
 
 @dataclass(frozen=True)
@@ -127,7 +152,15 @@ class HeadUnderTest:
     reader: str = CURRENT_FORMAT.id  # the coordinator's transcript format (runner.Episode.reader)
 
 
-BASELINES = ("random", "pipeline", "single", "loop", "cascade", "best-fixed", "oracle")  # row kinds, in table order
+BASELINES = (
+    "random",
+    "pipeline",
+    "single",
+    "loop",
+    "cascade",
+    "best-fixed",
+    "oracle",
+)  # row kinds, in table order
 
 
 @dataclass(frozen=True)
@@ -140,63 +173,130 @@ class FixedOn:
 
 
 def rows_to_compute(
-    tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], *, max_turns: int,
-    samples: int = 0, seed: int = 0, baselines: Sequence[str] = BASELINES,
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    heads: Sequence[HeadUnderTest],
+    *,
+    max_turns: int,
+    samples: int = 0,
+    seed: int = 0,
+    baselines: Sequence[str] = BASELINES,
 ) -> list[tuple[str, Any, int, tuple[int, ...] | None, int]]:
     """(row, policy, turn limit, agents, sampled runs) of each row played on the eval tasks, in
     table order (`best-fixed` is chosen first: `best_fixed_row`; the oracle: `oracle_row`)."""
     n = len(agents)
     rows: list[tuple[str, Any, int, tuple[int, ...] | None, int]] = [
-        (head.name, head.policy, max_turns, None, samples) for head in heads]
+        (head.name, head.policy, max_turns, None, samples) for head in heads
+    ]
     if "random" in baselines:
         rows.append(("random", RandomPolicy(n), max_turns, None, max(1, samples)))
     if "pipeline" in baselines:
-        rows += [(f"pipeline:{agent.name}", PipelinePolicy(1, role_mask([agent.roles])),
-                  max(len(agent.roles), max_turns), (i,), 0)
-                 for i, agent in enumerate(agents) if Role.WORKER in agent.roles]
+        rows += [
+            (
+                f"pipeline:{agent.name}",
+                PipelinePolicy(1, role_mask([agent.roles])),
+                max(len(agent.roles), max_turns),
+                (i,),
+                0,
+            )
+            for i, agent in enumerate(agents)
+            if Role.WORKER in agent.roles
+        ]
     if "single" in baselines:
-        rows += [(f"single:{agents[i].name}", PlanPolicy(n, ((i, Role.WORKER),)), 1, None, 0)
-                 for i in playing(agents, Role.WORKER)]
+        rows += [
+            (f"single:{agents[i].name}", PlanPolicy(n, ((i, Role.WORKER),)), 1, None, 0)
+            for i in playing(agents, Role.WORKER)
+        ]
     if "loop" in baselines:
         loops = [(i, loop_plan(agents, i, max_turns)) for i in playing(agents, Role.WORKER)]
-        rows += [(f"loop:{agents[i].name}", PlanPolicy(n, plan), len(plan), None, 0) for i, plan in loops]
+        rows += [
+            (f"loop:{agents[i].name}", PlanPolicy(n, plan), len(plan), None, 0) for i, plan in loops
+        ]
     if "cascade" in baselines:
         cascade = cascade_plan(agents, max_turns)
         rows.append(("cascade", PlanPolicy(n, cascade), len(cascade), None, 0))
     return rows
 
 
-def best_fixed_row(tasks: Sequence[Task], agents: Sequence[Any], fixed_on: FixedOn, runner: Runner,
-                   budget: Budget | None, *, max_turns: int) -> tuple[Row, FixedPlan]:
+def best_fixed_row(
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    fixed_on: FixedOn,
+    runner: Runner,
+    budget: Budget | None,
+    *,
+    max_turns: int,
+) -> tuple[Row, FixedPlan]:
     """`best-fixed`: chosen on `fixed_on.tasks` (the family's plans on a forest, which makes
     each node's call once), then played on `tasks`."""
     forest = Forest(runner, max_turns)
-    chosen = best_fixed(lambda episodes: forest.play(episodes, budget), fixed_on.tasks, agents, max_turns,
-                        fixed_on.cost_weight)
+    chosen = best_fixed(
+        lambda episodes: forest.play(episodes, budget),
+        fixed_on.tasks,
+        agents,
+        max_turns,
+        fixed_on.cost_weight,
+    )
     plan = chosen.plan
-    return run_policy("best-fixed", tasks, PlanPolicy(len(agents), plan), runner, budget, max_turns=len(plan)), chosen
+    return run_policy(
+        "best-fixed", tasks, PlanPolicy(len(agents), plan), runner, budget, max_turns=len(plan)
+    ), chosen
 
 
 def evaluate(
-    tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], grader: Grader,
-    *, max_turns: int, samples: int = 0, seed: int = 0, workers: int = 1,
-    on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None, runner: Runner | None = None,
-    baselines: Sequence[str] = BASELINES, fixed_on: FixedOn | None = None,
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    heads: Sequence[HeadUnderTest],
+    grader: Grader,
+    *,
+    max_turns: int,
+    samples: int = 0,
+    seed: int = 0,
+    workers: int = 1,
+    on_row: Callable[[Row], None] = lambda row: None,
+    budget: Budget | None = None,
+    runner: Runner | None = None,
+    baselines: Sequence[str] = BASELINES,
+    fixed_on: FixedOn | None = None,
 ) -> dict[str, Any]:
     """The heads' rows first, then the baselines (`baselines`: which kinds); the summary
     compares the first head. `best-fixed` needs `fixed_on` (without it the row is left out).
     `runner` plays the episodes (default: here, `workers` at a time)."""
     budget = budget or Budget()
     runner = runner or LocalRunner(
-        Players(agents, grader, {h.reader: h.coordinator for h in heads if h.coordinator is not None}), workers)
+        Players(
+            agents, grader, {h.reader: h.coordinator for h in heads if h.coordinator is not None}
+        ),
+        workers,
+    )
     readers = {head.name: None if head.coordinator is None else head.reader for head in heads}
     pending: list[Callable[[], Row]] = [
-        partial(run_policy, name, tasks, policy, runner, budget, max_turns=turns, agents=indices,
-                reader=readers.get(name), samples=runs, seed=seed)
-        for name, policy, turns, indices, runs in rows_to_compute(tasks, agents, heads, max_turns=max_turns,
-                                                                   samples=samples, seed=seed, baselines=baselines)]
+        partial(
+            run_policy,
+            name,
+            tasks,
+            policy,
+            runner,
+            budget,
+            max_turns=turns,
+            agents=indices,
+            reader=readers.get(name),
+            samples=runs,
+            seed=seed,
+        )
+        for name, policy, turns, indices, runs in rows_to_compute(
+            tasks,
+            agents,
+            heads,
+            max_turns=max_turns,
+            samples=samples,
+            seed=seed,
+            baselines=baselines,
+        )
+    ]
     chosen: list[FixedPlan] = []
     if "best-fixed" in baselines and fixed_on is not None and fixed_on.tasks:
+
         def fixed() -> Row:
             row, plan = best_fixed_row(tasks, agents, fixed_on, runner, budget, max_turns=max_turns)
             chosen.append(plan)
@@ -221,23 +321,47 @@ def evaluate(
         err_best = 1.0 - best_single.pass_at_1
         trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is the first head's: heads come first
         reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else None
-        for key, other in (("vs_best_single", best_single), ("vs_random", by_name.get("random")),
-                           ("vs_cascade", by_name.get("cascade")), ("vs_best_fixed", by_name.get("best-fixed"))):
+        for key, other in (
+            ("vs_best_single", best_single),
+            ("vs_random", by_name.get("random")),
+            ("vs_cascade", by_name.get("cascade")),
+            ("vs_best_fixed", by_name.get("best-fixed")),
+        ):
             if other is not None:
                 margin = paired_margin(rows[0].passes, other.passes)
-                margins[key] = round(margin, 3) if math.isfinite(margin) else None  # JSON has no infinity
+                margins[key] = (
+                    round(margin, 3) if math.isfinite(margin) else None
+                )  # JSON has no infinity
     return {
         "schema_version": SCHEMA_VERSION,
         "tasks": len(tasks),
         "rel_err_reduction_vs_best_single": reduction,
         "best_single": None if best_single is None else best_single.policy,
         "paired_margin_se": margins,
-        "best_fixed": None if not chosen or "best-fixed" not in by_name else {
-            "plan": describe(chosen[0].plan, agents), "train_fitness": round(chosen[0].fitness, 6),
-            "train_tasks": chosen[0].tasks, "cost_weight": fixed_on.cost_weight if fixed_on else 0.0},
+        "best_fixed": None
+        if not chosen or "best-fixed" not in by_name
+        else {
+            "plan": describe(chosen[0].plan, agents),
+            "train_fitness": round(chosen[0].fitness, 6),
+            "train_tasks": chosen[0].tasks,
+            "cost_weight": fixed_on.cost_weight if fixed_on else 0.0,
+        },
         "rows": [r.as_json() for r in rows],
-        **({"curve": [{"head": h.name, "cost_weight": h.cost_weight, "pass_at_1": round(r.pass_at_1, 4),
-                       "usd_per_task": r.usd_per_task} for h, r in zip(heads, rows)]} if len(heads) > 1 else {}),
+        **(
+            {
+                "curve": [
+                    {
+                        "head": h.name,
+                        "cost_weight": h.cost_weight,
+                        "pass_at_1": round(r.pass_at_1, 4),
+                        "usd_per_task": r.usd_per_task,
+                    }
+                    for h, r in zip(heads, rows)
+                ]
+            }
+            if len(heads) > 1
+            else {}
+        ),
         "partial": budget.refusal is not None,
         "error": budget.refusal,
         "budget": budget.as_json(),
@@ -254,6 +378,8 @@ def baseline_kinds(value: str) -> tuple[str, ...]:
     kinds = [kind.strip() for kind in value.split(",")]
     unknown = [kind for kind in kinds if kind not in BASELINES]
     if unknown or not all(kinds):
-        raise UsageError(f"--baselines {value!r}: unknown row kind {unknown[0] if unknown else repr('')} "
-                         f"(kinds: {', '.join(BASELINES)}; or all, none)")
+        raise UsageError(
+            f"--baselines {value!r}: unknown row kind {unknown[0] if unknown else repr('')} "
+            f"(kinds: {', '.join(BASELINES)}; or all, none)"
+        )
     return tuple(kind for kind in BASELINES if kind in kinds)

@@ -42,7 +42,9 @@ def load(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"--resume: checkpoint {path} has an unknown format")
     if state.get("fingerprint") != fingerprint:
         changed = [k for k in fingerprint if state.get("fingerprint", {}).get(k) != fingerprint[k]]
-        raise ConfigError(f"--resume: checkpoint {path} was made with other settings ({', '.join(changed)})")
+        raise ConfigError(
+            f"--resume: checkpoint {path} was made with other settings ({', '.join(changed)})"
+        )
     return state
 
 
@@ -52,12 +54,16 @@ def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
     from trinity_cli.heads.files import user_heads_dir
     from trinity_cli.pool.spec import BUILTIN_POOL
 
-    base = f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
+    base = (
+        f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
+    )
     names = [user_heads_dir() / f"{base}{'' if n == 1 else f'-{n}'}.npz" for n in range(1, 10_000)]
     if resume:
         started = [n for n in names if checkpoint_path(n).exists()]
         if not started:
-            raise ConfigError(f"--resume: no run of {base} to continue in {user_heads_dir()} (name it with --out)")
+            raise ConfigError(
+                f"--resume: no run of {base} to continue in {user_heads_dir()} (name it with --out)"
+            )
         return started[-1]
     return next(n for n in names if not n.exists() and not checkpoint_path(n).exists())
 
@@ -65,4 +71,6 @@ def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
 def unfinished(out: Path) -> bool:
     """A checkpoint that no head was written after: a fresh run there would overwrite it."""
     checkpoint = checkpoint_path(out)
-    return checkpoint.exists() and not (out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime)
+    return checkpoint.exists() and not (
+        out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime
+    )

@@ -39,7 +39,10 @@ FOLD_SALT = "trinity-folds-v1:"
 
 def folds(tasks: Sequence[Task], k: int) -> list[list[int]]:
     """Task indices of each of `k` folds: the tasks in salted-hash order, dealt in turn."""
-    order = sorted(range(len(tasks)), key=lambda i: hashlib.sha256((FOLD_SALT + tasks[i].task_id).encode()).digest())
+    order = sorted(
+        range(len(tasks)),
+        key=lambda i: hashlib.sha256((FOLD_SALT + tasks[i].task_id).encode()).digest(),
+    )
     return [sorted(order[f::k]) for f in range(k)]
 
 
@@ -82,58 +85,119 @@ class CrossValidation:
     def scores(self) -> dict[str, Any]:
         """Head and plan held out, and the paired margin between them (JSON)."""
         margin = self.margin_se
-        return {"head_fitness": round(self.head_fitness, 6), "plan_fitness": round(self.plan_fitness, 6),
-                "paired_margin_se": None if margin is None else round(margin, 3)}
+        return {
+            "head_fitness": round(self.head_fitness, 6),
+            "plan_fitness": round(self.plan_fitness, 6),
+            "paired_margin_se": None if margin is None else round(margin, 3),
+        }
 
     def as_json(self) -> dict[str, Any]:
-        return {"folds": self.k, "tasks": len(self.task_ids), "cost_weight": self.cost_weight, **self.scores(),
-                "tasks_differing": self.differing, "below_start": self.below_start, "plans": self.plans,
-                "per_task": {"task_id": self.task_ids, "head": [round(v, 6) for v in self.head],
-                             "plan": [round(v, 6) for v in self.plan]}}
+        return {
+            "folds": self.k,
+            "tasks": len(self.task_ids),
+            "cost_weight": self.cost_weight,
+            **self.scores(),
+            "tasks_differing": self.differing,
+            "below_start": self.below_start,
+            "plans": self.plans,
+            "per_task": {
+                "task_id": self.task_ids,
+                "head": [round(v, 6) for v in self.head],
+                "plan": [round(v, 6) for v in self.plan],
+            },
+        }
 
 
 def steps_of(forest: Forest, episode: Episode) -> list[Any]:
     return [step for _, step in forest.steps(episode)]
 
 
-def cross_validate(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grader: Any,
-                   settings: TrainSettings, k: int, forest: Forest, budget: Budget | None = None,
-                   on_fold: Callable[[int, TrainResult], None] = lambda fold, result: None) -> CrossValidation:
+def cross_validate(
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    coordinator: Any,
+    grader: Any,
+    settings: TrainSettings,
+    k: int,
+    forest: Forest,
+    budget: Budget | None = None,
+    on_fold: Callable[[int, TrainResult], None] = lambda fold, result: None,
+) -> CrossValidation:
     """The module docstring's protocol; BudgetExceeded when a call is refused."""
     n = len(tasks)
     head_values, plan_values = [0.0] * n, [0.0] * n
     plans, differing = [], 0
     for fold, held_out in enumerate(folds(tasks, k)):
         fit = [t for i, t in enumerate(tasks) if i not in set(held_out)]
-        result = train(fit, agents, coordinator, grader, settings, None, forest=forest, budget=budget)
+        result = train(
+            fit, agents, coordinator, grader, settings, None, forest=forest, budget=budget
+        )
         if result.stopped_for_budget:
             refused([Outcome(False, 0.0, 0, "budget")], result.budget)
         plan = result.start.plan
         assert plan is not None  # train's own start
         scored = [tasks[i] for i in held_out]
         heads = [Episode(t, result.head, settings.max_turns, None, forest.reader) for t in scored]
-        played = [Episode(t, PlanPolicy(len(agents), padded(plan.plan, agents, settings.max_turns)), settings.max_turns)
-                  for t in scored]
+        played = [
+            Episode(
+                t,
+                PlanPolicy(len(agents), padded(plan.plan, agents, settings.max_turns)),
+                settings.max_turns,
+            )
+            for t in scored
+        ]
         head = forest.play(heads, budget)
-        fixed = forest.play([Episode(t, PlanPolicy(len(agents), plan.plan), len(plan.plan)) for t in scored], budget)
+        fixed = forest.play(
+            [Episode(t, PlanPolicy(len(agents), plan.plan), len(plan.plan)) for t in scored], budget
+        )
         refused(head + fixed + forest.play(played, budget), budget)
         for i, h, p in zip(held_out, head, fixed):
-            head_values[i], plan_values[i] = value(h, settings.cost_weight), value(p, settings.cost_weight)
+            head_values[i], plan_values[i] = (
+                value(h, settings.cost_weight),
+                value(p, settings.cost_weight),
+            )
         differing += sum(steps_of(forest, a) != steps_of(forest, b) for a, b in zip(heads, played))
         plans.append(describe(plan.plan, agents))
         on_fold(fold + 1, result)
-    return CrossValidation(k, [t.task_id for t in tasks], head_values, plan_values, plans, differing,
-                           settings.cost_weight)
+    return CrossValidation(
+        k,
+        [t.task_id for t in tasks],
+        head_values,
+        plan_values,
+        plans,
+        differing,
+        settings.cost_weight,
+    )
 
 
-def starts(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grader: Any, settings: TrainSettings,
-           imitations: Sequence[str], k: int, forest: Forest, budget: Budget | None = None,
-           on_fold: Callable[[str, int], None] = lambda imitate, fold: None) -> tuple[str, dict[str, CrossValidation]]:
+def starts(
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    coordinator: Any,
+    grader: Any,
+    settings: TrainSettings,
+    imitations: Sequence[str],
+    k: int,
+    forest: Forest,
+    budget: Budget | None = None,
+    on_fold: Callable[[str, int], None] = lambda imitate, fold: None,
+) -> tuple[str, dict[str, CrossValidation]]:
     """Each start (`TrainSettings.imitate`) cross-validated on the same folds; the one whose
     held-out heads score highest (ties: the first named)."""
-    validations = {name: cross_validate(tasks, agents, coordinator, grader, replace(settings, imitate=name), k, forest,
-                                        budget, functools.partial(_fold_done, on_fold, name))
-                   for name in imitations}
+    validations = {
+        name: cross_validate(
+            tasks,
+            agents,
+            coordinator,
+            grader,
+            replace(settings, imitate=name),
+            k,
+            forest,
+            budget,
+            functools.partial(_fold_done, on_fold, name),
+        )
+        for name in imitations
+    }
     return max(imitations, key=lambda name: validations[name].head_fitness), validations
 
 

@@ -23,7 +23,9 @@ def pyplot() -> Any:
 
 def write_training_curve(path: Path, history: list[dict[str, float]]) -> None:
     with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["generation", "best", "mean", "std", "spent_usd"])
+        writer = csv.DictWriter(
+            handle, fieldnames=["generation", "best", "mean", "std", "spent_usd"]
+        )
         writer.writeheader()
         writer.writerows(history)
 
@@ -46,7 +48,9 @@ def plot_training_curve(path: Path, history: list[dict[str, float]]) -> bool:
     return True
 
 
-def write_quality_cost_curve(out_dir: Path, rows: list[Any], curve: list[dict[str, Any]]) -> list[Path]:
+def write_quality_cost_curve(
+    out_dir: Path, rows: list[Any], curve: list[dict[str, Any]]
+) -> list[Path]:
     """The heads' (usd per task, pass@1) beside every other row's point: CSV, and PNG when
     matplotlib (the `plot` extra) is installed."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -57,7 +61,15 @@ def write_quality_cost_curve(out_dir: Path, rows: list[Any], curve: list[dict[st
         writer.writerow(["policy", "kind", "cost_weight", "pass_at_1", "usd_per_task"])
         for row in rows:
             kind = "head" if row.policy in weights else "baseline"
-            writer.writerow([row.policy, kind, weights.get(row.policy, ""), round(row.pass_at_1, 4), row.usd_per_task])
+            writer.writerow(
+                [
+                    row.policy,
+                    kind,
+                    weights.get(row.policy, ""),
+                    round(row.pass_at_1, 4),
+                    row.usd_per_task,
+                ]
+            )
     plt = pyplot()
     if plt is None:
         return [path]

@@ -67,7 +67,9 @@ class PoolDraws:
         size = int(rng.integers(min(self.smallest, n), min(self.largest, n) + 1))
         return sorted(int(i) for i in rng.choice(n, size=size, replace=False))
 
-    def episode(self, task: Task, head: Any, max_turns: int, reader: str | None, drawn: list[int]) -> Episode:
+    def episode(
+        self, task: Task, head: Any, max_turns: int, reader: str | None, drawn: list[int]
+    ) -> Episode:
         return Episode(task, head.for_pool(self.profiles[drawn]), max_turns, tuple(drawn), reader)
 
 
@@ -113,8 +115,12 @@ class Start:
     spent_usd: float = 0.0  # the run's spend when the search began
 
     def as_json(self, agents: Sequence[Any]) -> dict[str, Any]:
-        return {"plan": None if self.plan is None else describe(self.plan.plan, agents),
-                "plan_fitness": self.plan_fitness, "fitness": self.fitness, "agreement": self.agreement}
+        return {
+            "plan": None if self.plan is None else describe(self.plan.plan, agents),
+            "plan_fitness": self.plan_fitness,
+            "fitness": self.fitness,
+            "agreement": self.agreement,
+        }
 
 
 @dataclass
@@ -138,16 +144,26 @@ def batch_for(tasks: Sequence[Task], settings: TrainSettings, generation: int) -
     return sorted(int(i) for i in rng.choice(len(tasks), size=settings.batch_size, replace=False))
 
 
-def score(forest: Forest, head: Any, tasks: Sequence[Task], max_turns: int, budget: Budget | None,
-          cost_weight: float, pools: PoolDraws | None = None, seed: int = 0,
-          generation: int = 0) -> tuple[float, list[Outcome]]:
+def score(
+    forest: Forest,
+    head: Any,
+    tasks: Sequence[Task],
+    max_turns: int,
+    budget: Budget | None,
+    cost_weight: float,
+    pools: PoolDraws | None = None,
+    seed: int = 0,
+    generation: int = 0,
+) -> tuple[float, list[Outcome]]:
     """A policy's fitness on `tasks`, greedy, on the forest (BudgetExceeded when refused); with
     `pools`, each task on its pool drawn for (seed, generation)."""
     if pools is None:
         episodes = [Episode(t, head, max_turns, None, forest.reader) for t in tasks]
     else:
-        episodes = [pools.episode(t, head, max_turns, forest.reader, pools.draw(seed, generation, i))
-                    for i, t in enumerate(tasks)]
+        episodes = [
+            pools.episode(t, head, max_turns, forest.reader, pools.draw(seed, generation, i))
+            for i, t in enumerate(tasks)
+        ]
     outcomes = forest.play(episodes, budget)
     refused(outcomes, budget)
     return fitness(outcomes, cost_weight), outcomes
@@ -155,38 +171,63 @@ def score(forest: Forest, head: Any, tasks: Sequence[Task], max_turns: int, budg
 
 def refused(outcomes: Sequence[Outcome], budget: Budget | None) -> None:
     if any(o.verdict == BUDGET for o in outcomes):
-        raise BudgetExceeded((budget.refusal if budget else None) or "--budget-usd: a call was refused")
+        raise BudgetExceeded(
+            (budget.refusal if budget else None) or "--budget-usd: a call was refused"
+        )
 
 
-def plan_start(forest: Forest, tasks: Sequence[Task], agents: Sequence[Any], settings: TrainSettings,
-               budget: Budget | None) -> Start:
+def plan_start(
+    forest: Forest,
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    settings: TrainSettings,
+    budget: Budget | None,
+) -> Start:
     """`best-fixed` on `tasks`, and the head fitted to play it on every task, or with
     `imitate = "routed"` the plan read from each task's problem (fixed.routed), padded with
     Verifier turns to the limit, on the states along those episodes (module docstring, step 1)."""
     n = len(agents)
-    plans, outcomes = play_family(lambda episodes: _played(forest, episodes, budget), tasks, agents,
-                                  settings.max_turns)
+    plans, outcomes = play_family(
+        lambda episodes: _played(forest, episodes, budget), tasks, agents, settings.max_turns
+    )
     chosen = choose(plans, outcomes, settings.cost_weight)
     targets = [chosen.plan] * len(tasks)
     if settings.imitate == "routed":
-        problems, played = forest.trail([Episode(task, PlanPolicy(n, chosen.plan), 1) for task in tasks], budget)
+        problems, played = forest.trail(
+            [Episode(task, PlanPolicy(n, chosen.plan), 1) for task in tasks], budget
+        )
         refused(played, budget)
         roots = np.asarray([trail[0][0].hidden for trail in problems])
         space = input_space(roots, n + N_ROLES, settings.project)
-        targets = routed(plans, outcomes, np.asarray([space.features(h) for h in roots]), chosen.plan,
-                         settings.cost_weight)
-    episodes = [Episode(task, PlanPolicy(n, padded(plan, agents, settings.max_turns)), settings.max_turns)
-                for task, plan in zip(tasks, targets)]
+        targets = routed(
+            plans,
+            outcomes,
+            np.asarray([space.features(h) for h in roots]),
+            chosen.plan,
+            settings.cost_weight,
+        )
+    episodes = [
+        Episode(task, PlanPolicy(n, padded(plan, agents, settings.max_turns)), settings.max_turns)
+        for task, plan in zip(tasks, targets)
+    ]
     trails, played = forest.trail(episodes, budget)
     refused(played, budget)
     states = np.asarray([node.hidden for trail in trails for node, _ in trail])
     steps = [step for trail in trails for _, step in trail]
     turns = [node.state.next_turn for trail in trails for node, _ in trail]
-    space = input_space(states, n + N_ROLES, settings.project, turns, turn_features=settings.max_turns)
+    space = input_space(
+        states, n + N_ROLES, settings.project, turns, turn_features=settings.max_turns
+    )
     head = fit_steps(space, states, steps, turns)
     start_fitness, _ = score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight)
-    return Start(head, chosen, agreement_masked(head, trails), start_fitness, fitness(played, settings.cost_weight),
-                 budget.spent_usd if budget else 0.0)
+    return Start(
+        head,
+        chosen,
+        agreement_masked(head, trails),
+        start_fitness,
+        fitness(played, settings.cost_weight),
+        budget.spent_usd if budget else 0.0,
+    )
 
 
 def agreement_masked(head: LinearHead, trails: Sequence[Sequence[Any]]) -> float:
@@ -205,10 +246,18 @@ def _played(forest: Forest, episodes: Sequence[Episode], budget: Budget | None) 
     return outcomes
 
 
-def new_forest(agents: Sequence[Any], coordinator: Any, grader: Grader, max_turns: int, workers: int = 1,
-               runner: Runner | None = None) -> Forest:
+def new_forest(
+    agents: Sequence[Any],
+    coordinator: Any,
+    grader: Grader,
+    max_turns: int,
+    workers: int = 1,
+    runner: Runner | None = None,
+) -> Forest:
     """The episode trees of a run (here, `workers` units at a time, unless a runner is given)."""
-    runner = runner or LocalRunner(Players(agents, grader, {CURRENT_FORMAT.id: coordinator}), workers)
+    runner = runner or LocalRunner(
+        Players(agents, grader, {CURRENT_FORMAT.id: coordinator}), workers
+    )
     return Forest(runner, max_turns, CURRENT_FORMAT.id)
 
 
@@ -250,8 +299,17 @@ def train(
 
     def training_fitness(head: Any) -> float:
         """On all the training tasks (with pools: the draws of the generation after the last)."""
-        return score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight, pools, settings.seed,
-                     settings.generations)[0]
+        return score(
+            forest,
+            head,
+            tasks,
+            settings.max_turns,
+            budget,
+            settings.cost_weight,
+            pools,
+            settings.seed,
+            settings.generations,
+        )[0]
 
     if resume:
         if checkpoint_file is None:
@@ -261,13 +319,29 @@ def train(
         start = state["start"]
         forest.restore(state["made"], tasks)
     else:
-        start = plan_start(forest, tasks, agents, settings, budget) if start_head is None else \
-            Start(start_head, None, 1.0, training_fitness(start_head), float("nan"), budget.spent_usd)
-        optimizer = SepCMA(mean=start.head.flat.copy(), sigma=settings.sigma0,
-                           population_size=settings.popsize, seed=settings.seed)
-        state = {"fingerprint": fingerprint, "optimizer": optimizer, "generation": 0, "history": [],
-                 "best": (-np.inf, start.head.flat.copy()), "spent_usd": budget.spent_usd, "start": start,
-                 "made": list(forest.made)}
+        start = (
+            plan_start(forest, tasks, agents, settings, budget)
+            if start_head is None
+            else Start(
+                start_head, None, 1.0, training_fitness(start_head), float("nan"), budget.spent_usd
+            )
+        )
+        optimizer = SepCMA(
+            mean=start.head.flat.copy(),
+            sigma=settings.sigma0,
+            population_size=settings.popsize,
+            seed=settings.seed,
+        )
+        state = {
+            "fingerprint": fingerprint,
+            "optimizer": optimizer,
+            "generation": 0,
+            "history": [],
+            "best": (-np.inf, start.head.flat.copy()),
+            "spent_usd": budget.spent_usd,
+            "start": start,
+            "made": list(forest.made),
+        }
     on_start(start)
     optimizer = state["optimizer"]
     stopped_for_budget = False
@@ -278,33 +352,59 @@ def train(
         candidates = [optimizer.ask() for _ in range(optimizer.population_size)]
         heads = [start.head.with_weights(x) for x in candidates]
         episodes = []
-        for task_index in batch_for(tasks, settings, generation):  # task-major: one KV prefix per task
+        for task_index in batch_for(
+            tasks, settings, generation
+        ):  # task-major: one KV prefix per task
             task = tasks[task_index]
             if pools is None:
-                episodes += [Episode(task, head, settings.max_turns, None, forest.reader) for head in heads]
+                episodes += [
+                    Episode(task, head, settings.max_turns, None, forest.reader) for head in heads
+                ]
             else:
                 drawn = pools.draw(settings.seed, generation, task_index)
-                episodes += [pools.episode(task, head, settings.max_turns, forest.reader, drawn) for head in heads]
+                episodes += [
+                    pools.episode(task, head, settings.max_turns, forest.reader, drawn)
+                    for head in heads
+                ]
         played = forest.play(episodes, budget)
-        if any(outcome.verdict == BUDGET for outcome in played):  # never tell the optimizer a partial population
+        if any(
+            outcome.verdict == BUDGET for outcome in played
+        ):  # never tell the optimizer a partial population
             stopped_for_budget = True
             break
         episodes_played += len(played)
-        scores = [fitness(played[c::len(candidates)], settings.cost_weight) for c in range(len(candidates))]
+        scores = [
+            fitness(played[c :: len(candidates)], settings.cost_weight)
+            for c in range(len(candidates))
+        ]
         optimizer.tell([(x, -f) for x, f in zip(candidates, scores)])
         best = int(np.argmax(scores))
         if scores[best] > state["best"][0]:
             state["best"] = (scores[best], candidates[best].copy())
-        row = {"generation": generation + 1, "best": max(scores), "mean": float(np.mean(scores)),
-               "std": float(np.std(scores)), "spent_usd": budget.spent_usd}
+        row = {
+            "generation": generation + 1,
+            "best": max(scores),
+            "mean": float(np.mean(scores)),
+            "std": float(np.std(scores)),
+            "spent_usd": budget.spent_usd,
+        }
         state["history"].append(row)
         state["generation"] = generation + 1
         state["spent_usd"] = budget.spent_usd
         state["made"] = list(forest.made)
         if checkpoint_file is not None:
             checkpoint.save(checkpoint_file, state)
-        on_generation(GenerationReport(generation + 1, settings.generations, row["best"], row["mean"],
-                                       row["std"], budget.spent_usd, time.perf_counter() - began))
+        on_generation(
+            GenerationReport(
+                generation + 1,
+                settings.generations,
+                row["best"],
+                row["mean"],
+                row["std"],
+                budget.spent_usd,
+                time.perf_counter() - began,
+            )
+        )
         if stop_after is not None and generation + 1 >= stop_after:
             break
     final = start.head.with_weights(np.asarray(optimizer.mean, dtype=np.float64))
@@ -317,5 +417,15 @@ def train(
     kept_start = final_fitness <= start.fitness  # False when either is nan
     if kept_start:
         final, final_fitness = start.head, start.fitness
-    return TrainResult(final, state["history"], budget.spent_usd, stopped_for_budget, float(state["best"][0]),
-                       start, final_fitness, budget, episodes_played, kept_start)
+    return TrainResult(
+        final,
+        state["history"],
+        budget.spent_usd,
+        stopped_for_budget,
+        float(state["best"][0]),
+        start,
+        final_fitness,
+        budget,
+        episodes_played,
+        kept_start,
+    )

@@ -58,14 +58,26 @@ def play(
     budget: Budget | None = None,
 ) -> Outcome:
     result = run_episode(
-        task.problem, agents, coordinator, policy, max_turns=max_turns,
-        sample_seed=sample_seed, budget=budget,
+        task.problem,
+        agents,
+        coordinator,
+        policy,
+        max_turns=max_turns,
+        sample_seed=sample_seed,
+        budget=budget,
     )
     return outcome_of(task, agents, result.verdict, result.turns, result.answer, result.usd, grader)
 
 
-def outcome_of(task: Task, agents: Sequence[Agent], verdict: str, turns: Sequence[Any], answer: str | None,
-               usd: float, grader: Grader) -> Outcome:
+def outcome_of(
+    task: Task,
+    agents: Sequence[Agent],
+    verdict: str,
+    turns: Sequence[Any],
+    answer: str | None,
+    usd: float,
+    grader: Grader,
+) -> Outcome:
     """An episode's score: its final answer graded (or its recorded grade); 0 when the budget
     ended it."""
     recorded = None if verdict == BUDGET else recorded_grade(agents, turns, task)
@@ -77,7 +89,9 @@ def outcome_of(task: Task, agents: Sequence[Agent], verdict: str, turns: Sequenc
     return Outcome(passed, usd, len(turns), verdict, expected)
 
 
-def recorded_grade(agents: Sequence[Agent], turns: Sequence[Any], task: Task) -> tuple[float, bool] | None:
+def recorded_grade(
+    agents: Sequence[Agent], turns: Sequence[Any], task: Task
+) -> tuple[float, bool] | None:
     """(expected pass, drawn pass) of the final answer, when a replay agent's pass-rate entry
     made it: the expected pass is its probability when no later turn saw it (module docstring)."""
     answering = [t for t in turns if t.answer is not None]
@@ -98,6 +112,8 @@ def fitness(outcomes: Sequence[Outcome], cost_weight: float = 0.0) -> float:
 
 
 T = TypeVar("T")
+
+
 def in_parallel(calls: Sequence[Callable[[], T]], workers: int) -> list[T]:
     """Each call's result, in order; up to `workers` at once."""
     if workers <= 1 or len(calls) <= 1:

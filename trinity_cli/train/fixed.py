@@ -58,7 +58,9 @@ def cascade_plan(agents: Sequence[Any], max_turns: int) -> Plan:
 def oracle_plans(agents: Sequence[Any]) -> list[Plan]:
     """Every agent's Worker answer alone, then after every agent's Thinker turn."""
     workers, thinkers = playing(agents, Role.WORKER), playing(agents, Role.THINKER)
-    return [((w, Role.WORKER),) for w in workers] + [((t, Role.THINKER), (w, Role.WORKER)) for t in thinkers for w in workers]
+    return [((w, Role.WORKER),) for w in workers] + [
+        ((t, Role.THINKER), (w, Role.WORKER)) for t in thinkers for w in workers
+    ]
 
 
 def answers_plan(answers: Sequence[int], verifier: int | None) -> Plan:
@@ -80,9 +82,11 @@ def most_answers(max_turns: int, verifier: int | None) -> int:
 def family(agents: Sequence[Any], max_turns: int) -> list[Plan]:
     verifier = cheapest_verifier(agents)
     workers = playing(agents, Role.WORKER)
-    return [answers_plan(answers, verifier)
-            for n in range(1, most_answers(max_turns, verifier) + 1)
-            for answers in itertools.product(workers, repeat=n)]
+    return [
+        answers_plan(answers, verifier)
+        for n in range(1, most_answers(max_turns, verifier) + 1)
+        for answers in itertools.product(workers, repeat=n)
+    ]
 
 
 def loop_plan(agents: Sequence[Any], agent: int, max_turns: int) -> Plan:
@@ -115,49 +119,82 @@ class FixedPlan:
     tasks: int
 
 
-def choose(plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], cost_weight: float) -> FixedPlan:
+def choose(
+    plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], cost_weight: float
+) -> FixedPlan:
     """The plan of the best fitness (ties: cheaper, shorter, first); `outcomes[i]` are plan i's
     outcomes (train.fitness.Outcome) on the tasks it is chosen on."""
+
     def key(i: int) -> tuple[float, float, int, int]:
         usd = sum(o.usd for o in outcomes[i]) / len(outcomes[i])
         return (-fitness(outcomes[i], cost_weight), usd, len(plans[i]), i)
 
     best = min(range(len(plans)), key=key)
     chosen = outcomes[best]
-    return FixedPlan(plans[best], fitness(chosen, cost_weight), sum(o.expected for o in chosen) / len(chosen),
-                  sum(o.usd for o in chosen) / len(chosen), len(chosen))
+    return FixedPlan(
+        plans[best],
+        fitness(chosen, cost_weight),
+        sum(o.expected for o in chosen) / len(chosen),
+        sum(o.usd for o in chosen) / len(chosen),
+        len(chosen),
+    )
 
 
-def play_family(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int,
-                indices: tuple[int, ...] | None = None) -> tuple[list[Plan], list[list[Any]]]:
+def play_family(
+    play: Any,
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    max_turns: int,
+    indices: tuple[int, ...] | None = None,
+) -> tuple[list[Plan], list[list[Any]]]:
     """Every family plan on every task, each played for its own length through `play` (a
     runner's or a forest's: episodes → outcomes): the plans and each plan's outcomes."""
     from trinity_cli.core.head import PlanPolicy
     from trinity_cli.train.runner import Episode
 
     plans = family(agents, max_turns)
-    episodes = [Episode(task, PlanPolicy(len(agents), plan), len(plan), indices) for plan in plans for task in tasks]
+    episodes = [
+        Episode(task, PlanPolicy(len(agents), plan), len(plan), indices)
+        for plan in plans
+        for task in tasks
+    ]
     played = play(episodes)
     n = len(tasks)
-    return plans, [played[i * n:(i + 1) * n] for i in range(len(plans))]
+    return plans, [played[i * n : (i + 1) * n] for i in range(len(plans))]
 
 
-def best_fixed(play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int, cost_weight: float,
-               indices: tuple[int, ...] | None = None) -> FixedPlan:
+def best_fixed(
+    play: Any,
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    max_turns: int,
+    cost_weight: float,
+    indices: tuple[int, ...] | None = None,
+) -> FixedPlan:
     """`best-fixed` on `tasks` (`play_family`)."""
     return choose(*play_family(play, tasks, agents, max_turns, indices), cost_weight)
 
 
-def routed(plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], features: np.ndarray, chosen: Plan,
-           cost_weight: float, ridge: float = ROUTER_RIDGE) -> list[Plan]:
+def routed(
+    plans: Sequence[Plan],
+    outcomes: Sequence[Sequence[Any]],
+    features: np.ndarray,
+    chosen: Plan,
+    cost_weight: float,
+    ridge: float = ROUTER_RIDGE,
+) -> list[Plan]:
     """Each task's plan as read from its problem: every plan's value (expected pass − cost
     weight × $) ridge-regressed, with an intercept, on the tasks' `features` (n, k), and each
     task given the plan of the highest predicted value (ties: `chosen`, best-fixed). Where the
     problem says nothing, the intercepts win and every task gets best-fixed."""
-    values = np.array([[o.expected - cost_weight * o.usd for o in plan_outcomes] for plan_outcomes in outcomes]).T
+    values = np.array(
+        [[o.expected - cost_weight * o.usd for o in plan_outcomes] for plan_outcomes in outcomes]
+    ).T
     x = np.hstack([features, np.ones((len(features), 1))])  # (n, k + 1)
     penalty = ridge * np.eye(x.shape[1])
     penalty[-1, -1] = 0.0  # the intercept is not shrunk
     predicted = x @ np.linalg.solve(x.T @ x + penalty, x.T @ values)  # (n, plans)
     base = plans.index(chosen)
-    return [plans[int(np.argmax(row))] if row.max() > row[base] + 1e-12 else chosen for row in predicted]
+    return [
+        plans[int(np.argmax(row))] if row.max() > row[base] + 1e-12 else chosen for row in predicted
+    ]

@@ -25,8 +25,12 @@ def pipeline_transcripts(task: Task, agent_names: Sequence[str], turns: int) -> 
     steps = []
     for turn in range(1, turns):
         choice = policy.choose(None, turn)
-        steps.append((agent_names[int(np.argmax(choice.agent_probs))],
-                      (Role.THINKER, Role.WORKER, Role.VERIFIER)[int(np.argmax(choice.role_probs))]))
+        steps.append(
+            (
+                agent_names[int(np.argmax(choice.agent_probs))],
+                (Role.THINKER, Role.WORKER, Role.VERIFIER)[int(np.argmax(choice.role_probs))],
+            )
+        )
     return scripted_transcripts(task, steps)
 
 
@@ -48,8 +52,13 @@ def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[
     return out
 
 
-def input_space(states: np.ndarray, n_outputs: int, project: int | None,
-                groups: Sequence[int] | None = None, turn_features: int = 0) -> LinearHead:
+def input_space(
+    states: np.ndarray,
+    n_outputs: int,
+    project: int | None,
+    groups: Sequence[int] | None = None,
+    turn_features: int = 0,
+) -> LinearHead:
     """A head of zero weights over `states` scaled by their std, not centred: the head is
     bias-free, and an uncentred input gives it the states' mean as a bias to prefer an agent
     or a role everywhere (with one decision per task, what best-fixed needs). With `project` = K
@@ -63,7 +72,9 @@ def input_space(states: np.ndarray, n_outputs: int, project: int | None,
     std = matrix.std(axis=0) + 1e-6
     mean = np.zeros(matrix.shape[1])
     if project is None:
-        return LinearHead(np.zeros((n_outputs, matrix.shape[1] + turn_features)), mean, std, None, turn_features)
+        return LinearHead(
+            np.zeros((n_outputs, matrix.shape[1] + turn_features)), mean, std, None, turn_features
+        )
     z = matrix / std
     centre = z.mean(axis=0)
     candidates = [centre[None, :]]
@@ -71,13 +82,20 @@ def input_space(states: np.ndarray, n_outputs: int, project: int | None,
     names = list(np.unique(labels))
     centres = np.array([z[labels == g].mean(axis=0) for g in names])
     if len(names) > 1:
-        candidates.append(np.linalg.svd(centres - centres.mean(axis=0), full_matrices=False)[2][: len(names) - 1])
+        candidates.append(
+            np.linalg.svd(centres - centres.mean(axis=0), full_matrices=False)[2][: len(names) - 1]
+        )
     within = z - centres[[names.index(g) for g in labels]]
     candidates.append(np.linalg.svd(within, full_matrices=False)[2][:project])
     directions = _orthonormal(np.vstack(candidates))[:project]  # (K, d), in the order above
     scale = np.sqrt(((z @ directions.T) ** 2).mean(axis=0))
-    return LinearHead(np.zeros((n_outputs, len(directions) + turn_features)), mean, std,
-                      directions / np.maximum(scale, 1e-9)[:, None], turn_features)
+    return LinearHead(
+        np.zeros((n_outputs, len(directions) + turn_features)),
+        mean,
+        std,
+        directions / np.maximum(scale, 1e-9)[:, None],
+        turn_features,
+    )
 
 
 def _orthonormal(rows: np.ndarray) -> np.ndarray:
@@ -92,18 +110,33 @@ def _orthonormal(rows: np.ndarray) -> np.ndarray:
     return np.array(kept)
 
 
-def pipeline_space(tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None,
-                   n_tasks: int = 40, turns: int = 3) -> LinearHead:
+def pipeline_space(
+    tasks: Sequence[Task],
+    agent_names: Sequence[str],
+    coordinator: Any,
+    project: int | None,
+    n_tasks: int = 40,
+    turns: int = 3,
+) -> LinearHead:
     """`input_space` of the states of the fallback pipeline's first `turns` turns on `n_tasks`
     tasks (synthetic replies): first-turn states sit off-centre, so a bias-free head can still
     prefer a role."""
-    states = [coordinator.encode(transcript).hidden for task in tasks[:n_tasks]
-              for transcript in pipeline_transcripts(task, agent_names, turns)]
+    states = [
+        coordinator.encode(transcript).hidden
+        for task in tasks[:n_tasks]
+        for transcript in pipeline_transcripts(task, agent_names, turns)
+    ]
     return input_space(np.asarray(states), len(agent_names) + N_ROLES, project)
 
 
-def fit_steps(space: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, int]],
-              turns: Sequence[int] | None = None, ridge: float = 1.0, margin: float = 3.0) -> LinearHead:
+def fit_steps(
+    space: LinearHead,
+    states: np.ndarray,
+    steps: Sequence[tuple[int, int]],
+    turns: Sequence[int] | None = None,
+    ridge: float = 1.0,
+    margin: float = 3.0,
+) -> LinearHead:
     """The head in `space` whose logits are fitted to +margin on each state's step (agent index,
     role index) and −margin on every other agent and role. With turn indicators (`turns`: each
     state's next turn), they are fitted first, as the mean target of each turn, and the state's
@@ -131,9 +164,15 @@ def fit_imitation_head(
 ) -> tuple[LinearHead, float]:
     """(head, training accuracy) for hidden `states` (n, d) seen at pipeline `turns` (1-based)."""
     policy = PipelinePolicy(n_agents)
-    steps = [(int(np.argmax(c.agent_probs)), int(np.argmax(c.role_probs)))
-             for c in (policy.choose(None, turn) for turn in turns)]
-    space = LinearHead(np.zeros((n_agents + N_ROLES, states.shape[1])), states.mean(axis=0), states.std(axis=0) + 1e-6)
+    steps = [
+        (int(np.argmax(c.agent_probs)), int(np.argmax(c.role_probs)))
+        for c in (policy.choose(None, turn) for turn in turns)
+    ]
+    space = LinearHead(
+        np.zeros((n_agents + N_ROLES, states.shape[1])),
+        states.mean(axis=0),
+        states.std(axis=0) + 1e-6,
+    )
     head = fit_steps(space, states, steps, ridge=ridge)
     return head, agreement(head, states, steps)
 

@@ -35,7 +35,9 @@ WIDEST_CHAR = "\U0010ffff"  # 4 bytes in UTF-8, the most a character takes
 @dataclass(frozen=True)
 class Plan:
     episodes: int
-    calls: int  # at most: an episode may end before its turn limit, and a forest makes each turn once
+    calls: (
+        int  # at most: an episode may end before its turn limit, and a forest makes each turn once
+    )
     worst_usd: float | None  # None when a paid agent has no prices
     unpriced: tuple[str, ...]
     parts: dict[str, int] = field(default_factory=dict)  # episodes by part of the run
@@ -46,8 +48,11 @@ class Tally:
 
     def __init__(self, agents: Sequence[AgentSpec]) -> None:
         self.agents = agents
-        self.unpriced = tuple(a.name for a in agents
-                              if kind_of(a.provider).priced and not Prices(a.price_in, a.price_out).known)
+        self.unpriced = tuple(
+            a.name
+            for a in agents
+            if kind_of(a.provider).priced and not Prices(a.price_in, a.price_out).known
+        )
         self.episodes = self.calls = 0
         self.worst = 0.0
         self.parts: dict[str, int] = {}
@@ -63,37 +68,69 @@ class Tally:
     def _cumulative(self, task: Task, turns: int) -> list[float]:
         known = self._by_task.get(task.task_id, [0.0])
         if len(known) <= turns:
-            known = [0.0, *accumulate(turn_worst_usd(task, self.agents, turn) for turn in range(1, turns + 1))]
+            known = [
+                0.0,
+                *accumulate(
+                    turn_worst_usd(task, self.agents, turn) for turn in range(1, turns + 1)
+                ),
+            ]
             self._by_task[task.task_id] = known
         return known
 
     def plan(self) -> Plan:
-        return Plan(self.episodes, self.calls, None if self.unpriced else self.worst, self.unpriced, self.parts)
+        return Plan(
+            self.episodes,
+            self.calls,
+            None if self.unpriced else self.worst,
+            self.unpriced,
+            self.parts,
+        )
 
 
-def plan_training(tasks: Sequence[Task], agents: Sequence[AgentSpec], settings: TrainSettings, folds: int = 0,
-                  starts: int = 1) -> Plan:
+def plan_training(
+    tasks: Sequence[Task],
+    agents: Sequence[AgentSpec],
+    settings: TrainSettings,
+    folds: int = 0,
+    starts: int = 1,
+) -> Plan:
     """`trinity train`: the training run, and `folds`-fold cross-validation of each of `starts` starts."""
     from trinity_cli.train.crossval import folds as deal
 
     tally = Tally(agents)
     add_training(tally, tasks, agents, settings, "")
-    for held_out in (deal(tasks, folds) * starts if folds else []):
+    for held_out in deal(tasks, folds) * starts if folds else []:
         fit = [t for i, t in enumerate(tasks) if i not in set(held_out)]
         add_training(tally, fit, agents, settings, "cross-validation")
-        tally.add("cross-validation", [tasks[i] for i in held_out], settings.max_turns, 3)  # head, plan, padded plan
+        tally.add(
+            "cross-validation", [tasks[i] for i in held_out], settings.max_turns, 3
+        )  # head, plan, padded plan
     return tally.plan()
 
 
-def plan_evaluation(tasks: Sequence[Task], fixed_on: Sequence[Task], agents: Sequence[AgentSpec], heads: Sequence[str], *,
-                    max_turns: int, samples: int = 0, baselines: Sequence[str]) -> Plan:
+def plan_evaluation(
+    tasks: Sequence[Task],
+    fixed_on: Sequence[Task],
+    agents: Sequence[AgentSpec],
+    heads: Sequence[str],
+    *,
+    max_turns: int,
+    samples: int = 0,
+    baselines: Sequence[str],
+) -> Plan:
     """`baselines.evaluate`'s rows: each on `tasks`; best-fixed chosen on `fixed_on` first (none: left out)."""
     from trinity_cli.train.baselines import HeadUnderTest, rows_to_compute
     from trinity_cli.train.fixed import oracle_plans
 
     tally = Tally(agents)
-    rows = rows_to_compute(tasks, agents, [HeadUnderTest(h, None, None) for h in heads], max_turns=max_turns,
-                           samples=samples, baselines=baselines)
+    rows = rows_to_compute(
+        tasks,
+        agents,
+        [HeadUnderTest(h, None, None) for h in heads],
+        max_turns=max_turns,
+        samples=samples,
+        baselines=baselines,
+    )
     for name, _, turns, _, runs in rows:
         tally.add(name, tasks, turns, max(1, runs))
     if "best-fixed" in baselines and fixed_on:
@@ -106,14 +143,26 @@ def plan_evaluation(tasks: Sequence[Task], fixed_on: Sequence[Task], agents: Seq
     return tally.plan()
 
 
-def add_training(tally: Tally, tasks: Sequence[Task], agents: Sequence[AgentSpec], settings: TrainSettings, part: str) -> None:
+def add_training(
+    tally: Tally,
+    tasks: Sequence[Task],
+    agents: Sequence[AgentSpec],
+    settings: TrainSettings,
+    part: str,
+) -> None:
     """One es.train: best-fixed and the start, the search, the final head's score."""
     for plan in family(agents, settings.max_turns):
         tally.add(part or "best-fixed", tasks, len(plan))
-    tally.add(part or "best-fixed", tasks, settings.max_turns, 2)  # the padded plan's states, the start head
+    tally.add(
+        part or "best-fixed", tasks, settings.max_turns, 2
+    )  # the padded plan's states, the start head
     for generation in range(settings.generations):
-        tally.add(part or "search", [tasks[i] for i in batch_for(tasks, settings, generation)], settings.max_turns,
-                  settings.popsize)
+        tally.add(
+            part or "search",
+            [tasks[i] for i in batch_for(tasks, settings, generation)],
+            settings.max_turns,
+            settings.popsize,
+        )
     tally.add(part or "search", tasks, settings.max_turns)
 
 
@@ -131,7 +180,9 @@ def call_worst_usd(agent: AgentSpec, prompt_tokens: int) -> float:
     if not kind.priced:
         return 0.0
     attempts = 1 + agent.retries if kind.retried else 1
-    return attempts * Prices(agent.price_in, agent.price_out).usd(prompt_tokens, reply_tokens(agent))
+    return attempts * Prices(agent.price_in, agent.price_out).usd(
+        prompt_tokens, reply_tokens(agent)
+    )
 
 
 def reply_tokens(agent: AgentSpec) -> int:
@@ -147,11 +198,19 @@ def reply_tokens(agent: AgentSpec) -> int:
 def longest_prompt(task: Task, agents: Sequence[AgentSpec], turn: int) -> int:
     """`Request.prompt_bytes` of the longest request turn `turn` could send, from a transcript
     whose earlier turns are all longer than the agent view keeps, in 4-byte characters."""
-    widest = Turn(max((a.name for a in agents), key=len), max(Role, key=lambda r: len(r.value)),
-                  WIDEST_CHAR * (AGENT_VIEW_CHARS + 1))
+    widest = Turn(
+        max((a.name for a in agents), key=len),
+        max(Role, key=lambda r: len(r.value)),
+        WIDEST_CHAR * (AGENT_VIEW_CHARS + 1),
+    )
     transcript = Transcript(task.problem, (widest,) * (turn - 1))
     return max(
-        Request(role, SYSTEM_PROMPTS[role], transcript.agent_view(), COMPLETION_LEADS[role],
-                task.problem.code_prompt if role is Role.WORKER else "").prompt_bytes()
+        Request(
+            role,
+            SYSTEM_PROMPTS[role],
+            transcript.agent_view(),
+            COMPLETION_LEADS[role],
+            task.problem.code_prompt if role is Role.WORKER else "",
+        ).prompt_bytes()
         for role in Role
     )

@@ -71,10 +71,14 @@ def worker_identity(numerics: dict[str, Any], n_threads: int) -> dict[str, Any]:
 
 
 def identity_mismatch(driver: dict[str, Any], worker: dict[str, Any]) -> str | None:
-    differing = [key for key in sorted(set(driver) | set(worker)) if driver.get(key) != worker.get(key)]
+    differing = [
+        key for key in sorted(set(driver) | set(worker)) if driver.get(key) != worker.get(key)
+    ]
     if not differing:
         return None
-    return "; ".join(f"{key}: driver {driver.get(key)!r}, worker {worker.get(key)!r}" for key in differing)
+    return "; ".join(
+        f"{key}: driver {driver.get(key)!r}, worker {worker.get(key)!r}" for key in differing
+    )
 
 
 class Keeper:
@@ -86,9 +90,14 @@ class Keeper:
         from trinity_cli.store.table import KeyValueStore, MemoryTable, Table
         from trinity_cli.tasks.grading import Grader
 
-        schemas = {"replies": ResponseStore.SCHEMA, "grades": Grader.SCHEMA, "states": MemoCoordinator.SCHEMA}
+        schemas = {
+            "replies": ResponseStore.SCHEMA,
+            "grades": Grader.SCHEMA,
+            "states": MemoCoordinator.SCHEMA,
+        }
         self.tables: dict[str, Table] = {
-            name: KeyValueStore(Path(path), *schemas[name]) if path else MemoryTable() for name, path in paths.items()
+            name: KeyValueStore(Path(path), *schemas[name]) if path else MemoryTable()
+            for name, path in paths.items()
         }
         self.budget = Budget()
         self.held: dict[str, float] = {}  # per attempt: reserved and not yet settled
@@ -150,7 +159,9 @@ class KeptTable:
         return _ray().get(self.keeper.get.remote(self.table, key))
 
     def put(self, key: str, value: Any) -> None:
-        _ray().get(self.keeper.put.remote(self.table, key, value))  # stored before the episode goes on
+        _ray().get(
+            self.keeper.put.remote(self.table, key, value)
+        )  # stored before the episode goes on
 
     def count(self) -> int:
         return int(_ray().get(self.keeper.count.remote(self.table)))
@@ -189,28 +200,47 @@ class EpisodeWorker:
         pool = spec.pool
         sha = backbone_of(pool).sha256
         if sha != spec.backbone_sha256:
-            raise ConfigError(f"the coordinator GGUF on worker {os.uname().nodename} has sha256 {sha}; "
-                              f"the driver's is {spec.backbone_sha256}")
+            raise ConfigError(
+                f"the coordinator GGUF on worker {os.uname().nodename} has sha256 {sha}; "
+                f"the driver's is {spec.backbone_sha256}"
+            )
         coordinators = {
             fmt: MemoCoordinator(
-                LlamaCoordinator(coordinator_path(pool), n_ctx=pool.coordinator.n_ctx, n_threads=spec.n_threads,
-                                 token_position=pool.coordinator.token_position, sessions=spec.threads,
-                                 transcript_format=fmt),
-                sha, table=KeptTable(keeper, "states"))
+                LlamaCoordinator(
+                    coordinator_path(pool),
+                    n_ctx=pool.coordinator.n_ctx,
+                    n_threads=spec.n_threads,
+                    token_position=pool.coordinator.token_position,
+                    sessions=spec.threads,
+                    transcript_format=fmt,
+                ),
+                sha,
+                table=KeptTable(keeper, "states"),
+            )
             for fmt in spec.formats
         }
         self.store = store = ResponseStore(None, KeptTable(keeper, "replies"))
-        agents = build_agents(pool.agents, spec.tasks, store, coordinator_model=pool.coordinator.model)
-        self.players = Players(agents, Grader(table=KeptTable(keeper, "grades")), coordinators, KeptBudget(keeper))
+        agents = build_agents(
+            pool.agents, spec.tasks, store, coordinator_model=pool.coordinator.model
+        )
+        self.players = Players(
+            agents, Grader(table=KeptTable(keeper, "grades")), coordinators, KeptBudget(keeper)
+        )
         self.threads = spec.threads
-        self.identities = {fmt: worker_identity(c.numerics, c.inner.n_threads) for fmt, c in coordinators.items()}
+        self.identities = {
+            fmt: worker_identity(c.numerics, c.inner.n_threads) for fmt, c in coordinators.items()
+        }
 
     def counts(self) -> dict[str, int]:
         """What this worker's caches answered and did, for the driver's figures."""
         memo = list(self.players.coordinators.values())
-        return {"reply_hits": self.store.stats.hits, "reply_misses": self.store.stats.misses,
-                "memo_hits": sum(m.hits for m in memo), "memo_misses": sum(m.misses for m in memo),
-                "grades_run": self.players.grader.runs}
+        return {
+            "reply_hits": self.store.stats.hits,
+            "reply_misses": self.store.stats.misses,
+            "memo_hits": sum(m.hits for m in memo),
+            "memo_misses": sum(m.misses for m in memo),
+            "grades_run": self.players.grader.runs,
+        }
 
     def identity(self) -> dict[str, Any]:
         return {"node": os.uname().nodename, "formats": self.identities}
@@ -230,9 +260,13 @@ class RayRunner:
     workers: int
     cpus_per_worker: float
     keeper: Any
-    expected: dict[str, dict[str, Any]]  # transcript format → the driver's identity (worker_identity)
+    expected: dict[
+        str, dict[str, Any]
+    ]  # transcript format → the driver's identity (worker_identity)
     warn: Callable[[str], None]
-    tally: Callable[[dict[str, int]], None]  # adds workers' cache figures (EpisodeWorker.counts) to the driver's
+    tally: Callable[
+        [dict[str, int]], None
+    ]  # adds workers' cache figures (EpisodeWorker.counts) to the driver's
 
     def __post_init__(self) -> None:
         ray = _ray()
@@ -249,24 +283,37 @@ class RayRunner:
         ray = _ray()
         ready, _ = ray.wait([ref := actor.identity.remote()], timeout=START_TIMEOUT_S)
         if not ready:
-            raise ConfigError(f"a Ray worker did not start within {START_TIMEOUT_S:.0f} s (does the cluster have "
-                              f"{self.cpus_per_worker:g} CPU free for each of {self.workers} workers?)")
+            raise ConfigError(
+                f"a Ray worker did not start within {START_TIMEOUT_S:.0f} s (does the cluster have "
+                f"{self.cpus_per_worker:g} CPU free for each of {self.workers} workers?)"
+            )
         try:
             identity = ray.get(ref)
         except ray.exceptions.RayTaskError as failed:
             raise _cause(failed) from None
-        except ray.exceptions.RayActorError as failed:  # its __init__ raised (say, another GGUF there)
-            cause = getattr(failed, "cause", None) or getattr(getattr(failed, "error", None), "cause", None)
+        except (
+            ray.exceptions.RayActorError
+        ) as failed:  # its __init__ raised (say, another GGUF there)
+            cause = getattr(failed, "cause", None) or getattr(
+                getattr(failed, "error", None), "cause", None
+            )
             reason = cause.message if isinstance(cause, ConfigError) else _first_line(failed)
             raise ConfigError(f"a Ray worker failed to start: {reason}") from None
         for fmt, driver in self.expected.items():
             differs = identity_mismatch(driver, identity["formats"].get(fmt, {}))
             if differs:
-                raise ConfigError(f"Ray worker on {identity['node']} makes other hidden states than the driver "
-                                  f"({differs}); its states would change the result, so it is refused")
+                raise ConfigError(
+                    f"Ray worker on {identity['node']} makes other hidden states than the driver "
+                    f"({differs}); its states would change the result, so it is refused"
+                )
         return identity
 
-    def map(self, units: Sequence[Any], budget: Budget | None, on_result: Callable[[], None] = lambda: None) -> list[Any]:
+    def map(
+        self,
+        units: Sequence[Any],
+        budget: Budget | None,
+        on_result: Callable[[], None] = lambda: None,
+    ) -> list[Any]:
         ray = _ray()
         ray.get(self.keeper.load_budget.remote(budget_state(budget or Budget())))
         chunks: list[list[int]] = []  # consecutive units of one task: one worker plays them
@@ -290,12 +337,16 @@ class RayRunner:
                 worker, chunk, attempt = running.pop(done[0])
                 try:
                     played = ray.get(done[0])
-                except ray.exceptions.RayActorError:  # the worker died: replace it, play its units again
+                except (
+                    ray.exceptions.RayActorError
+                ):  # the worker died: replace it, play its units again
                     ray.get(self.keeper.void.remote(attempt))
                     self.actors[worker] = self._start()
                     self.identities[worker] = self._check(self.actors[worker])
                     self.counted[worker] = {}
-                    self.warn(f"Ray worker {worker} died; replaced it and rerunning its {len(chunks[chunk])} episodes")
+                    self.warn(
+                        f"Ray worker {worker} died; replaced it and rerunning its {len(chunks[chunk])} episodes"
+                    )
                     todo.appendleft(chunk)
                 except ray.exceptions.RayTaskError as failed:
                     raise _cause(failed) from None
@@ -330,13 +381,20 @@ def connect(address: str) -> bool:
     """ray.init for `--ray ADDRESS`; True when this run started its own (private) cluster."""
     import logging
 
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")  # Ray's C++ retries would print a line a second
+    os.environ.setdefault(
+        "RAY_BACKEND_LOG_LEVEL", "error"
+    )  # Ray's C++ retries would print a line a second
     ray = _ray()
     local = address == "local"
     reachable(address)
     try:
-        ray.init(address=address, include_dashboard=False if local else None, log_to_driver=False,
-                 logging_level=logging.ERROR, configure_logging=True)
+        ray.init(
+            address=address,
+            include_dashboard=False if local else None,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=True,
+        )
     except ValueError as failed:  # a malformed address
         raise UsageError(f"--ray {address}: {_first_line(failed)}") from None
     except (ConnectionError, RuntimeError) as failed:
@@ -344,8 +402,10 @@ def connect(address: str) -> bool:
         if "Could not find any running Ray instance" in message:
             message = "no running Ray cluster found here (start one with `ray start --head`, or use --ray local)"
         elif "RAY_AUTH_MODE" not in os.environ and not local and address != "auto":
-            message += ("; a cluster with token authentication needs RAY_AUTH_MODE=token with an explicit "
-                        "address (Ray's rule)")
+            message += (
+                "; a cluster with token authentication needs RAY_AUTH_MODE=token with an explicit "
+                "address (Ray's rule)"
+            )
         raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {message}") from None
     return local
 
@@ -365,30 +425,51 @@ def reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=10).close()
     except OSError as failed:
-        raise ConfigError(f"--ray {address}: cannot reach a Ray cluster: {failed.strerror or failed}") from None
+        raise ConfigError(
+            f"--ray {address}: cannot reach a Ray cluster: {failed.strerror or failed}"
+        ) from None
 
 
 @contextmanager
-def ray_runner(address: str, workers: int | None, pool: Pool, tasks: Sequence[Task], *, threads: int,
-               coordinators: dict[str, Any], backbone_sha256: str, caches: Any,
-               warn: Callable[[str], None]) -> Iterator[RayRunner]:
+def ray_runner(
+    address: str,
+    workers: int | None,
+    pool: Pool,
+    tasks: Sequence[Task],
+    *,
+    threads: int,
+    coordinators: dict[str, Any],
+    backbone_sha256: str,
+    caches: Any,
+    warn: Callable[[str], None],
+) -> Iterator[RayRunner]:
     """A RayRunner for the run, its keeper on this node; everything is shut down on exit.
 
     `coordinators` are the driver's, by transcript format: the workers must match their numerics."""
     ray = _ray()
-    started_here = False if ray.is_initialized() else connect(address)  # a library caller may have connected
+    started_here = (
+        False if ray.is_initialized() else connect(address)
+    )  # a library caller may have connected
     runner = keeper = None
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        workers, cpus = cpu_shares(workers, float(ray.cluster_resources().get("CPU", 1)), network_bound(pool))
+        workers, cpus = cpu_shares(
+            workers, float(ray.cluster_resources().get("CPU", 1)), network_bound(pool)
+        )
         n_threads = max(1, int(cpus))
-        paths = {"replies": str(caches.responses.path), "grades": _str(caches.grader.path),
-                 "states": _str(caches.memo_path)}
+        paths = {
+            "replies": str(caches.responses.path),
+            "grades": _str(caches.grader.path),
+            "states": _str(caches.memo_path),
+        }
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         keeper = ray.remote(Keeper).options(num_cpus=0, scheduling_strategy=here).remote(paths)
-        spec = WorkerSpec(pool, tuple(tasks), backbone_sha256, n_threads, threads, tuple(coordinators))
+        spec = WorkerSpec(
+            pool, tuple(tasks), backbone_sha256, n_threads, threads, tuple(coordinators)
+        )
         expected = {fmt: worker_identity(c.numerics, n_threads) for fmt, c in coordinators.items()}
+
         def tally(counts: dict[str, int]) -> None:
             caches.responses.stats.hits += counts["reply_hits"]
             caches.responses.stats.misses += counts["reply_misses"]

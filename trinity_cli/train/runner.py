@@ -37,7 +37,9 @@ class Episode:
     policy: Any
     max_turns: int
     agents: tuple[int, ...] | None = None  # indices into Players.agents; None: all of them
-    reader: str | None = None  # the transcript format of the coordinator the policy reads; None: none
+    reader: str | None = (
+        None  # the transcript format of the coordinator the policy reads; None: none
+    )
     sample_seed: tuple[int, ...] | None = None
 
     @property
@@ -47,8 +49,16 @@ class Episode:
     def run(self, players: Players) -> Outcome:
         agents = players.agents if self.agents is None else [players.agents[i] for i in self.agents]
         coordinator = None if self.reader is None else players.coordinators[self.reader]
-        return play(self.task, agents, coordinator, self.policy, players.grader, max_turns=self.max_turns,
-                    sample_seed=self.sample_seed, budget=players.budget)
+        return play(
+            self.task,
+            agents,
+            coordinator,
+            self.policy,
+            players.grader,
+            max_turns=self.max_turns,
+            sample_seed=self.sample_seed,
+            budget=players.budget,
+        )
 
 
 @dataclass(frozen=True)
@@ -66,8 +76,15 @@ class OracleTask:
         """(passed, $, turns, the best expected pass of the plans played)."""
         usd, turns, expected = 0.0, 0, 0.0
         for plan in self.plans:
-            outcome = play(self.task, players.agents, None, PlanPolicy(len(players.agents), plan), players.grader,
-                           max_turns=len(plan), budget=players.budget)
+            outcome = play(
+                self.task,
+                players.agents,
+                None,
+                PlanPolicy(len(players.agents), plan),
+                players.grader,
+                max_turns=len(plan),
+                budget=players.budget,
+            )
             usd += outcome.usd
             turns += outcome.turns
             expected = max(expected, outcome.expected)
@@ -84,8 +101,9 @@ class Unit(Protocol):
 
 
 class Runner(Protocol):
-    def map(self, units: Sequence[Unit], budget: Budget | None,
-            on_result: Callable[[], None] = ...) -> list[Any]: ...
+    def map(
+        self, units: Sequence[Unit], budget: Budget | None, on_result: Callable[[], None] = ...
+    ) -> list[Any]: ...
 
 
 @dataclass
@@ -95,8 +113,12 @@ class LocalRunner:
     players: Players
     workers: int = 1
 
-    def map(self, units: Sequence[Unit], budget: Budget | None,
-            on_result: Callable[[], None] = lambda: None) -> list[Any]:
+    def map(
+        self,
+        units: Sequence[Unit],
+        budget: Budget | None,
+        on_result: Callable[[], None] = lambda: None,
+    ) -> list[Any]:
         players = replace(self.players, budget=budget)
 
         def run(unit: Unit) -> Any:

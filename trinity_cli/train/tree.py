@@ -45,7 +45,9 @@ from trinity_cli.train.runner import Episode, Players, Runner
 
 Step = tuple[int, int]  # (agent index among the episode's agents, role index in ROLE_ORDER)
 Path = tuple[Step, ...]
-TreeKey = tuple[str, tuple[int, ...] | None]  # (task id, the episode's agents; None: the whole pool)
+TreeKey = tuple[
+    str, tuple[int, ...] | None
+]  # (task id, the episode's agents; None: the whole pool)
 
 
 @dataclass
@@ -75,14 +77,32 @@ class Grow:
     def run(self, players: Players) -> Node:
         agents = players.agents if self.agents is None else [players.agents[i] for i in self.agents]
         if self.parent is None:
-            state = new_state(self.task.problem, [a.name for a in agents], self.max_turns,
-                              role_mask([a.roles for a in agents]))
+            state = new_state(
+                self.task.problem,
+                [a.name for a in agents],
+                self.max_turns,
+                role_mask([a.roles for a in agents]),
+            )
         else:
-            state = replace(self.parent, records=list(self.parent.records), checked=dict(self.parent.checked))
+            state = replace(
+                self.parent, records=list(self.parent.records), checked=dict(self.parent.checked)
+            )
         if self.step is not None:
-            take_turn(state, step_decision(state, self.step), agents[self.step[0]], players.budget or Budget())
-        outcome = outcome_of(self.task, agents, state.verdict or TURN_LIMIT, state.records,
-                             state.transcript.latest_answer, sum(r.usd for r in state.records), players.grader)
+            take_turn(
+                state,
+                step_decision(state, self.step),
+                agents[self.step[0]],
+                players.budget or Budget(),
+            )
+        outcome = outcome_of(
+            self.task,
+            agents,
+            state.verdict or TURN_LIMIT,
+            state.records,
+            state.transcript.latest_answer,
+            sum(r.usd for r in state.records),
+            players.grader,
+        )
         hidden = None
         if self.reader is not None and not state.done:
             hidden = players.coordinators[self.reader].encode(state.transcript).hidden
@@ -93,9 +113,17 @@ def step_decision(state: EpisodeState, step: Step) -> Decision:
     """The decision a step stands for (a tree node is shared by every policy that reaches it, so
     it keeps no policy's probabilities)."""
     agent, role = step
-    return Decision(turn=state.next_turn, agent_index=agent, agent=state.agent_names[agent], role=ROLE_ORDER[role],
-                    role_source="head" if state.role_override is None else "thinker", agent_probs=(),
-                    role_probs=(), coordinator_seconds=0.0, coordinator_tokens=0)
+    return Decision(
+        turn=state.next_turn,
+        agent_index=agent,
+        agent=state.agent_names[agent],
+        role=ROLE_ORDER[role],
+        role_source="head" if state.role_override is None else "thinker",
+        agent_probs=(),
+        role_probs=(),
+        coordinator_seconds=0.0,
+        coordinator_tokens=0,
+    )
 
 
 @dataclass
@@ -117,26 +145,39 @@ class Forest:
     trees: dict[TreeKey, dict[Path, Node]] = field(default_factory=dict)
     grown: int = 0  # nodes made (agent calls, and encodings where a policy read the state)
     encoded: int = 0
-    made: list[tuple[TreeKey, Path]] = field(default_factory=list)  # the nodes whose calls this forest paid for
+    made: list[tuple[TreeKey, Path]] = field(
+        default_factory=list
+    )  # the nodes whose calls this forest paid for
 
     def play(self, episodes: Sequence[Episode], budget: Budget | None = None) -> list[Outcome]:
         """Each episode's outcome, as `run_episode` would give it (nodes grown as needed). An
         episode whose call the budget refused has verdict `budget`, as there."""
         for episode in episodes:
             if episode.max_turns > self.max_turns:
-                raise ValueError(f"an episode of {episode.max_turns} turns on a forest of {self.max_turns}")
-        walks = [_Walk(e, None if e.sample_seed is None else np.random.default_rng(e.sample_seed)) for e in episodes]
+                raise ValueError(
+                    f"an episode of {episode.max_turns} turns on a forest of {self.max_turns}"
+                )
+        walks = [
+            _Walk(e, None if e.sample_seed is None else np.random.default_rng(e.sample_seed))
+            for e in episodes
+        ]
         pending = walks
         while pending:
             wanted: dict[tuple[TreeKey, Path, bool], Grow] = {}
             for walk in pending:
                 grow = self._advance(walk)
                 if grow is not None:
-                    key = ((walk.episode.task_id, walk.episode.agents), walk.path, grow.step is None)
+                    key = (
+                        (walk.episode.task_id, walk.episode.agents),
+                        walk.path,
+                        grow.step is None,
+                    )
                     wanted.setdefault(key, grow)
             if not wanted:
                 break
-            units = sorted(wanted.items(), key=lambda item: item[0][0][0])  # task-major: one KV prefix per task
+            units = sorted(
+                wanted.items(), key=lambda item: item[0][0][0]
+            )  # task-major: one KV prefix per task
             made = self.runner.map([grow for _, grow in units], budget)
             for ((tree, path, _), grow), node in zip(units, made):
                 if node.outcome.verdict in (BUDGET, PROVIDER_ERROR):
@@ -158,16 +199,34 @@ class Forest:
         todo = sorted(set(made) - set(self.made), key=lambda item: len(item[1]))
         for depth in sorted({len(path) for _, path in todo}):
             level = [(tree, path) for tree, path in todo if len(path) == depth]
-            roots = sorted({tree for tree, _ in level if () not in self.trees.get(tree, {})}, key=str)
-            for tree, root in zip(roots, self.runner.map([Grow(by_id[t[0]], self.max_turns, t[1], None) for t in roots], None)):
+            roots = sorted(
+                {tree for tree, _ in level if () not in self.trees.get(tree, {})}, key=str
+            )
+            for tree, root in zip(
+                roots,
+                self.runner.map(
+                    [Grow(by_id[t[0]], self.max_turns, t[1], None) for t in roots], None
+                ),
+            ):
                 self.trees.setdefault(tree, {})[()] = root  # no call: nothing to pay
-            units = [Grow(by_id[tree[0]], self.max_turns, tree[1], None, self.trees[tree][path[:-1]].state, path[-1])
-                     for tree, path in level]
+            units = [
+                Grow(
+                    by_id[tree[0]],
+                    self.max_turns,
+                    tree[1],
+                    None,
+                    self.trees[tree][path[:-1]].state,
+                    path[-1],
+                )
+                for tree, path in level
+            ]
             for (tree, path), node in zip(level, self.runner.map(units, None)):
                 self.trees[tree][path] = node
                 self.made.append((tree, path))
 
-    def trail(self, episodes: Sequence[Episode], budget: Budget | None = None) -> tuple[list[list[tuple[Node, Step]]], list[Outcome]]:
+    def trail(
+        self, episodes: Sequence[Episode], budget: Budget | None = None
+    ) -> tuple[list[list[tuple[Node, Step]]], list[Outcome]]:
         """Each greedy episode's decision nodes, their states encoded, with the step taken at
         each; and the outcomes (a walk the budget cut short has a shorter trail)."""
         outcomes = self.play([replace(e, policy=Reading(e.policy)) for e in episodes], budget)
@@ -178,8 +237,12 @@ class Forest:
         tree = self.trees.get((episode.task_id, episode.agents), {})
         path: Path = ()
         trail: list[tuple[Node, Step]] = []
-        while (node := tree.get(path)) is not None and not (node.state.done or len(node.state.records) >= episode.max_turns):
-            decision = decision_from(node.state, episode.policy.choose(node.hidden, node.state.next_turn))
+        while (node := tree.get(path)) is not None and not (
+            node.state.done or len(node.state.records) >= episode.max_turns
+        ):
+            decision = decision_from(
+                node.state, episode.policy.choose(node.hidden, node.state.next_turn)
+            )
             step = (decision.agent_index, ROLE_ORDER.index(decision.role))
             trail.append((node, step))
             path += (step,)
@@ -194,23 +257,37 @@ class Forest:
             node = tree.get(walk.path)
             if node is None:
                 parent = tree.get(walk.path[:-1]) if walk.path else None
-                return Grow(episode.task, self.max_turns, episode.agents, self.reader if reads else None,
-                            None if parent is None else parent.state, walk.path[-1] if walk.path else None)
+                return Grow(
+                    episode.task,
+                    self.max_turns,
+                    episode.agents,
+                    self.reader if reads else None,
+                    None if parent is None else parent.state,
+                    walk.path[-1] if walk.path else None,
+                )
             state = node.state
             if state.done or len(state.records) >= episode.max_turns:
                 walk.outcome = node.outcome
                 return None
             if reads and node.hidden is None:
                 return Grow(episode.task, self.max_turns, episode.agents, self.reader, state)
-            draws = None if walk.rng is None else (float(walk.rng.random()), float(walk.rng.random()))
-            decision = decision_from(state, episode.policy.choose(node.hidden, state.next_turn), draws)
+            draws = (
+                None if walk.rng is None else (float(walk.rng.random()), float(walk.rng.random()))
+            )
+            decision = decision_from(
+                state, episode.policy.choose(node.hidden, state.next_turn), draws
+            )
             walk.path += ((decision.agent_index, ROLE_ORDER.index(decision.role)),)
 
     @staticmethod
     def _end_walks(walks: list[_Walk], tree: TreeKey, path: Path, outcome: Outcome) -> None:
         """The walks that needed a node whose call failed end there, with its outcome."""
         for walk in walks:
-            if (walk.episode.task_id, walk.episode.agents) == tree and walk.path == path and walk.outcome is None:
+            if (
+                (walk.episode.task_id, walk.episode.agents) == tree
+                and walk.path == path
+                and walk.outcome is None
+            ):
                 walk.outcome = outcome
 
 

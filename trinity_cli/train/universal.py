@@ -48,8 +48,14 @@ def start_role(turn: int) -> Role:
     return Role.WORKER if turn % 2 else Role.VERIFIER
 
 
-def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, components: int,
-                skill_weight: float = 1.0, max_turns: int = 1) -> UniversalHead:
+def input_space(
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    coordinator: Any,
+    components: int,
+    skill_weight: float = 1.0,
+    max_turns: int = 1,
+) -> UniversalHead:
     """The starting head, with its basis (what profiles are measured in), and one turn indicator
     per turn: `loop:` of the best agent by profile. On a Worker's turn (`start_role`) each agent's
     logit is START_SHARPNESS × its profile's predicted pass on the task, pass_rate + skill_weight ·
@@ -57,12 +63,18 @@ def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, 
     −skill_weight): with skill_weight 0, the agent with the best pass rate whatever the task. On
     a Verifier's turn the turn's row of W cancels the pass rate and offset and weighs the cost:
     the cheapest agent (up to z · skill when skill_weight > 0). The search refines it from there."""
-    spread = list(tasks)[:: max(1, len(tasks) // STATS_TASKS)]  # task sets come in blocks (HumanEval, then MBPP)
+    spread = list(tasks)[
+        :: max(1, len(tasks) // STATS_TASKS)
+    ]  # task sets come in blocks (HumanEval, then MBPP)
     linear = pipeline_space(spread, [a.name for a in agents][:3], coordinator, components)
     k = linear.n_features
     size = k + PROFILE_EXTRA
     assert linear.basis is not None
-    w, u, roles = np.zeros((k + max_turns, size)), np.zeros(size), np.full((len(ROLE_ORDER), k + max_turns), -ROLE_MARGIN)
+    w, u, roles = (
+        np.zeros((k + max_turns, size)),
+        np.zeros(size),
+        np.full((len(ROLE_ORDER), k + max_turns), -ROLE_MARGIN),
+    )
     w[:k, PROFILE_EXTRA:] = skill_weight * np.eye(k)
     u[0], u[2] = 1.0, -skill_weight
     for turn in range(1, max_turns + 1):
@@ -71,24 +83,56 @@ def input_space(tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, 
         if role is Role.VERIFIER:
             w[k + turn - 1, :PROFILE_EXTRA] = (-1.0, -1.0, skill_weight)
     params = np.concatenate([START_SHARPNESS * w.ravel(), START_SHARPNESS * u, roles.ravel()])
-    return UniversalHead(params, linear.mean, linear.std, linear.basis, np.zeros((0, size)), max_turns)
+    return UniversalHead(
+        params, linear.mean, linear.std, linear.basis, np.zeros((0, size)), max_turns
+    )
 
 
-def measure_profiles(agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any, head: UniversalHead,
-                     grader: Grader) -> list[Profile]:
+def measure_profiles(
+    agents: Sequence[Any],
+    calibration: Sequence[Task],
+    coordinator: Any,
+    head: UniversalHead,
+    grader: Grader,
+) -> list[Profile]:
     states = problem_states(calibration, coordinator, head)
     runner = LocalRunner(Players(agents, grader))
-    return [profile_agent(runner, i, agent.name, calibration, states) for i, agent in enumerate(agents)]
+    return [
+        profile_agent(runner, i, agent.name, calibration, states) for i, agent in enumerate(agents)
+    ]
 
 
-def train_universal(tasks: Sequence[Task], agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any,
-                    grader: Grader, settings: TrainSettings, checkpoint_file: Path, *, pool_sizes: tuple[int, int] = (2, 6),
-                    skill_weight: float = 1.0, resume: bool = False) -> UniversalResult:
+def train_universal(
+    tasks: Sequence[Task],
+    agents: Sequence[Any],
+    calibration: Sequence[Task],
+    coordinator: Any,
+    grader: Grader,
+    settings: TrainSettings,
+    checkpoint_file: Path,
+    *,
+    pool_sizes: tuple[int, int] = (2, 6),
+    skill_weight: float = 1.0,
+    resume: bool = False,
+) -> UniversalResult:
     if settings.project is None:
-        raise ValueError("the universal head needs --project K (its parameters must not depend on d)")
-    start = input_space(tasks, agents, coordinator, settings.project, skill_weight, settings.max_turns)
+        raise ValueError(
+            "the universal head needs --project K (its parameters must not depend on d)"
+        )
+    start = input_space(
+        tasks, agents, coordinator, settings.project, skill_weight, settings.max_turns
+    )
     profiles = measure_profiles(agents, calibration, coordinator, start, grader)
     draws = PoolDraws(np.array([p.vector() for p in profiles]), *pool_sizes)
-    result = train(tasks, agents, coordinator, grader, settings, checkpoint_file, resume=resume,
-                   start_head=start, pools=draws)
+    result = train(
+        tasks,
+        agents,
+        coordinator,
+        grader,
+        settings,
+        checkpoint_file,
+        resume=resume,
+        start_head=start,
+        pools=draws,
+    )
     return UniversalResult(result.head, result)  # type: ignore[arg-type]

@@ -33,7 +33,9 @@ class WireServer:
     requests: list[dict] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0  # the most requests it was answering at once
-    check: Callable[[dict], Scripted | None] | None = None  # a validating server: its answer replaces the queue's
+    check: Callable[[dict], Scripted | None] | None = (
+        None  # a validating server: its answer replaces the queue's
+    )
 
     def __post_init__(self) -> None:
         owner = self
@@ -46,10 +48,18 @@ class WireServer:
                 length = int(self.headers.get("content-length", 0))
                 raw = self.rfile.read(length)
                 owner.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(raw or b"{}")}
+                    {
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "json": json.loads(raw or b"{}"),
+                    }
                 )
                 refusal = owner.check(owner.requests[-1]["json"]) if owner.check else None
-                reply = refusal or (owner.responses.pop(0) if owner.responses else Scripted(500, b'{"error": "no script"}'))
+                reply = refusal or (
+                    owner.responses.pop(0)
+                    if owner.responses
+                    else Scripted(500, b'{"error": "no script"}')
+                )
                 with owner.lock:
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
@@ -103,31 +113,65 @@ def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
     return out
 
 
-def openai_stream(text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float = 0.0,
-                  reasoning_tokens: int | None = None, finish: str = "stop") -> Scripted:
+def openai_stream(
+    text: str,
+    tokens_in: int = 20,
+    pieces: int = 2,
+    gap_s: float = 0.0,
+    reasoning_tokens: int | None = None,
+    finish: str = "stop",
+) -> Scripted:
     """An OpenAI chat-completions stream of `text` in `pieces` chunks, the last with the choice's
     `finish` reason ("length": cut at max_tokens), then a usage chunk; as OpenAI does,
     `reasoning_tokens` count inside completion_tokens too."""
     cuts = [len(text) * i // pieces for i in range(pieces + 1)]
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     events = [
-        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text[a:b]},
-                                     "finish_reason": finish if b == len(text) else None}]})
+        (
+            None,
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": text[a:b]},
+                        "finish_reason": finish if b == len(text) else None,
+                    }
+                ],
+            },
+        )
         for a, b in itertools.pairwise(cuts)
     ]
     tokens_out = max(1, len(text) // 4) + (reasoning_tokens or 0)
-    usage: dict = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+    usage: dict = {
+        "prompt_tokens": tokens_in,
+        "completion_tokens": tokens_out,
+        "total_tokens": tokens_in + tokens_out,
+    }
     if reasoning_tokens is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     events.append((None, {**base, "choices": [], "usage": usage}))
-    return Scripted(200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream", chunk_gap_s=gap_s)
+    return Scripted(
+        200, [*sse(events), b"data: [DONE]\n\n"], "text/event-stream", chunk_gap_s=gap_s
+    )
 
 
 def openai_json(text: str, tokens_in: int = 20) -> Scripted:
     """A plain (non-streamed) OpenAI chat completion of `text`."""
-    body = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": tokens_in, "completion_tokens": 5, "total_tokens": tokens_in + 5}}
+    body = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": 5,
+            "total_tokens": tokens_in + 5,
+        },
+    }
     return Scripted(200, json.dumps(body).encode())
 
 
@@ -140,11 +184,19 @@ def openai_reasoning_check(body: dict) -> Scripted | None:
     if not str(body.get("model", "")).startswith(REASONING_PREFIXES):
         return None
     if "max_tokens" in body:
-        return openai_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
-                            "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+        return openai_error(
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            "max_tokens",
+            "unsupported_parameter",
+        )
     if body.get("temperature", 1) != 1:
-        return openai_error(f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
-                            "model. Only the default (1) value is supported.", "temperature", "unsupported_value")
+        return openai_error(
+            f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+            "model. Only the default (1) value is supported.",
+            "temperature",
+            "unsupported_value",
+        )
     return None
 
 
@@ -156,8 +208,10 @@ def openai_error(message: str, param: str, code: str, status: int = 400) -> Scri
 
 def gemini_chunk(text: str, usage: dict | None = None, finish: str = "STOP") -> dict:
     """A Gemini streamed response chunk; the one with usage is the stream's last, with the candidate's `finish` reason."""
-    out = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
-           "modelVersion": "gemini-test"}
+    out = {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
+        "modelVersion": "gemini-test",
+    }
     if usage:
         out["usageMetadata"] = usage
         out["candidates"][0]["finishReason"] = finish
