@@ -52,14 +52,7 @@ EVALPERF_SUFFIX = "_evalperf_results.brief.json"
 # EvalPlus revised these MBPP tasks (expected values, types, arity): EvalPerf's correct programs
 # fail LDB's tests for them (measured: 0 of 15-25 passed, MBPP/111 15 of 25), so they get no tests.
 MBPP_PLUS_REVISED = (
-    "MBPP/16",
-    "MBPP/75",
-    "MBPP/111",
-    "MBPP/130",
-    "MBPP/137",
-    "MBPP/140",
-    "MBPP/296",
-    "MBPP/433",
+    "MBPP/16", "MBPP/75", "MBPP/111", "MBPP/130", "MBPP/137", "MBPP/140", "MBPP/296", "MBPP/433",
 )
 ASSUMED = "no list price: an ASSUMED hosted rate for an open-weights model of its size"
 
@@ -83,12 +76,7 @@ LDB_MODELS: dict[str, tuple[Model, ...]] = {
             "gpt-3.5", "gpt-3.5-turbo-0613", "gpt-3.5-turbo-0613", 1.5, 2.0, "gpt-3.5-turbo-0613"
         ),
         Model(
-            "codellama-34b",
-            "codellama-34b-instruct",
-            "codellama",
-            0.78,
-            0.78,
-            "codellama",
+            "codellama-34b", "codellama-34b-instruct", "codellama", 0.78, 0.78, "codellama",
             f"{ASSUMED} (~34B)",
         ),
         Model("starcoder", "starcoder", "starcoder", 0.30, 0.30, "starcoder", f"{ASSUMED} (~15B)"),
@@ -98,24 +86,15 @@ LDB_MODELS["mbpp"] = LDB_MODELS["humaneval"][1:]  # LDB has no gpt-4 run on MBPP
 EVALPERF_MODELS = (
     Model("gpt-4o", "gpt-4o-2024-08-06", "gpt-4o-2024-08-06_openai_temp_1.0", 2.5, 10.0),
     Model(
-        "gpt-4o-mini",
-        "gpt-4o-mini-2024-07-18",
-        "gpt-4o-mini-2024-07-18_openai_temp_1.0",
-        0.15,
+        "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18_openai_temp_1.0", 0.15,
         0.60,
     ),
     Model(
-        "claude-3.5-sonnet",
-        "claude-3-5-sonnet-20240620",
-        "claude-3-5-sonnet-20240620_bedrock_temp_1.0",
-        3.0,
-        15.0,
+        "claude-3.5-sonnet", "claude-3-5-sonnet-20240620",
+        "claude-3-5-sonnet-20240620_bedrock_temp_1.0", 3.0, 15.0,
     ),
     Model(
-        "gemini-1.5-flash",
-        "gemini-1.5-flash-002",
-        "gemini-1.5-flash-002_google_temp_1.0",
-        0.075,
+        "gemini-1.5-flash", "gemini-1.5-flash-002", "gemini-1.5-flash-002_google_temp_1.0", 0.075,
         0.30,
     ),
     Model("deepseek-v3", "deepseek-chat-v3", "deepseek-chat-v3_openai_temp_1.0", 0.27, 1.10),
@@ -127,7 +106,8 @@ def open_rate(size: str, rate: float) -> tuple[float, float, str]:
 
 
 # `evalperf-all`: every EvalPerf model once (o1-mini's default-prompt run; o1-preview has only its
-# perf-instruct run), for the pool-agnostic head. family -> ((agent, results file stem, in, out, note)...)
+# perf-instruct run), for the pool-agnostic head.
+# family -> ((agent, results file stem, in, out, note)...)
 EVALPERF_FAMILIES: dict[str, tuple[tuple[str, str, float, float, str], ...]] = {
     "openai": (
         ("gpt-4o", "gpt-4o-2024-08-06_openai_temp_1.0", 2.5, 10.0, ""),
@@ -150,25 +130,21 @@ EVALPERF_FAMILIES: dict[str, tuple[tuple[str, str, float, float, str], ...]] = {
         ("deepseek-v2.5", "deepseek-chat-v2.5_openai_temp_1.0", 0.14, 0.28, ""),
         ("deepseek-v3", "deepseek-chat-v3_openai_temp_1.0", 0.27, 1.10, ""),
         (
-            "deepseek-coder-v2-lite",
-            "deepseek-ai--DeepSeek-Coder-V2-Lite-Instruct_vllm_temp_1.0",
+            "deepseek-coder-v2-lite", "deepseek-ai--DeepSeek-Coder-V2-Lite-Instruct_vllm_temp_1.0",
             *open_rate("16B MoE", 0.30),
         ),
         (
-            "deepseek-coder-33b",
-            "deepseek-ai--deepseek-coder-33b-instruct_vllm_temp_1.0",
+            "deepseek-coder-33b", "deepseek-ai--deepseek-coder-33b-instruct_vllm_temp_1.0",
             *open_rate("~33B", 0.78),
         ),
         (
-            "deepseek-coder-6.7b",
-            "deepseek-ai--deepseek-coder-6.7b-instruct_vllm_temp_1.0",
+            "deepseek-coder-6.7b", "deepseek-ai--deepseek-coder-6.7b-instruct_vllm_temp_1.0",
             *open_rate("~7B", 0.10),
         ),
     ),
     "magicoder": (
         (
-            "magicoder-s-ds-6.7b",
-            "ise-uiuc--Magicoder-S-DS-6.7B_vllm_temp_1.0",
+            "magicoder-s-ds-6.7b", "ise-uiuc--Magicoder-S-DS-6.7B_vllm_temp_1.0",
             *open_rate("~7B", 0.10),
         ),
     ),
@@ -182,23 +158,19 @@ EVALPERF_FAMILIES: dict[str, tuple[tuple[str, str, float, float, str], ...]] = {
     ),
     "llama": (
         (
-            "llama-3.1-8b",
-            "meta-llama--Llama-3.1-8B-Instruct_vllm_temp_1.0",
+            "llama-3.1-8b", "meta-llama--Llama-3.1-8B-Instruct_vllm_temp_1.0",
             *open_rate("~8B", 0.10),
         ),
         (
-            "llama-3.1-70b",
-            "meta-llama--Llama-3.1-70B-Instruct_vllm_temp_1.0",
+            "llama-3.1-70b", "meta-llama--Llama-3.1-70B-Instruct_vllm_temp_1.0",
             *open_rate("~70B", 0.90),
         ),
         (
-            "llama-3-8b",
-            "meta-llama--Meta-Llama-3-8B-Instruct_vllm_temp_1.0",
+            "llama-3-8b", "meta-llama--Meta-Llama-3-8B-Instruct_vllm_temp_1.0",
             *open_rate("~8B", 0.10),
         ),
         (
-            "nemotron-70b",
-            "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF_vllm_temp_1.0",
+            "nemotron-70b", "nvidia--Llama-3.1-Nemotron-70B-Instruct-HF_vllm_temp_1.0",
             *open_rate("~70B", 0.90),
         ),
     ),
@@ -210,8 +182,7 @@ EVALPERF_FAMILIES: dict[str, tuple[tuple[str, str, float, float, str], ...]] = {
     ),
     "phi": (
         (
-            "phi-3-medium",
-            "microsoft--Phi-3-medium-4k-instruct_vllm_temp_1.0",
+            "phi-3-medium", "microsoft--Phi-3-medium-4k-instruct_vllm_temp_1.0",
             *open_rate("~14B", 0.30),
         ),
     ),
@@ -229,17 +200,14 @@ CORRECT_KEPT = 2  # correct programs kept per model and task in evalperf-all (th
 
 
 def held_out(family: str, salt: str = FAMILY_SALT) -> bool:
-    """The split rule; scripts/universal_study.py splits the training families again with its own salt."""
+    """The split rule; scripts/universal_study.py splits the training families again with its own
+    salt."""
     return hashlib.sha256((salt + family).encode()).digest()[0] < HELD_OUT_BYTE_BELOW
 
 
 EVALPERF_ALL = tuple(
     Model(
-        agent,
-        source.split("_")[0].split("--")[-1],
-        source,
-        price_in,
-        price_out,
+        agent, source.split("_")[0].split("--")[-1], source, price_in, price_out,
         price_note=note or "list price at the records' time",
     )
     for family in EVALPERF_FAMILIES
@@ -249,7 +217,10 @@ EVALPERF_ALL = tuple(
 
 def model_split() -> dict:
     return {
-        "rule": f"whole families; held out when sha256({FAMILY_SALT!r} + family)[0] < {HELD_OUT_BYTE_BELOW}",
+        "rule": (
+            f"whole families; held out when sha256({FAMILY_SALT!r} + family)[0] "
+            f"< {HELD_OUT_BYTE_BELOW}"
+        ),
         "families": {
             family: [m[0] for m in models] for family, models in EVALPERF_FAMILIES.items()
         },
@@ -264,26 +235,25 @@ def model_split() -> dict:
 
 POOLS = {  # name -> (task set, models, source line for the TOML and the manifest)
     "ldb-humaneval": (
-        "humaneval",
-        LDB_MODELS["humaneval"],
+        "humaneval", LDB_MODELS["humaneval"],
         "LDB (FloridSleeves/LLMDebugger, Apache-2.0): first answers and own repair rounds",
     ),
     "ldb-mbpp": (
-        "mbpp",
-        LDB_MODELS["mbpp"],
-        "LDB (FloridSleeves/LLMDebugger, Apache-2.0) on MBPP (CC-BY-4.0): first answers and own repair rounds",
+        "mbpp", LDB_MODELS["mbpp"],
+        (
+            "LDB (FloridSleeves/LLMDebugger, Apache-2.0) on MBPP (CC-BY-4.0): "
+            "first answers and own repair rounds"
+        ),
     ),
     "evalperf-api": (
-        "evalperf",
-        EVALPERF_MODELS,
+        "evalperf", EVALPERF_MODELS,
         "EvalPerf (evalplus, Apache-2.0): pass rate of 100 samples and up to 20 correct programs",
     ),
     "evalperf-all": (
-        "evalperf",
-        EVALPERF_ALL,
+        "evalperf", EVALPERF_ALL,
         (
-            f"EvalPerf (evalplus, Apache-2.0): every model once, pass rate of 100 samples and up to "
-            f"{CORRECT_KEPT} correct programs"
+            "EvalPerf (evalplus, Apache-2.0): every model once, pass rate of 100 samples "
+            f"and up to {CORRECT_KEPT} correct programs"
         ),
     ),
 }
@@ -341,12 +311,9 @@ def mbpp_tasks(data: Path) -> dict[str, dict]:
     rows = read_jsonl(data / "ldb/input_data/mbpp/dataset/probs.jsonl")
     return {
         r["task_id"]: {
-            "task_id": r["task_id"],
-            "prompt": r["prompt"],
-            "entry_point": r["entry_point"],
+            "task_id": r["task_id"], "prompt": r["prompt"], "entry_point": r["entry_point"],
             "test": strip_check(r["test"], r["entry_point"]),
-            "canonical_solution": r["canonical_solution"],
-            "visible_tests": r["given_tests"],
+            "canonical_solution": r["canonical_solution"], "visible_tests": r["given_tests"],
         }
         for r in rows
     }
@@ -435,9 +402,7 @@ def recovered_task(task_id: str, programs: list[str], statement: str | None = No
     return {
         "task_id": task_id,
         "prompt": f'{most_common(signatures)}\n    """\n    {statement}\n    """\n',
-        "entry_point": entry,
-        "test": "",
-        "visible_tests": [],
+        "entry_point": entry, "test": "", "visible_tests": [],
     }
 
 
@@ -523,10 +488,7 @@ def ldb_records(data: Path, dataset: str) -> list[dict]:
             code = first_answer(seed)
             rows.append(
                 {
-                    "model": model.model,
-                    "task_id": seed["task_id"],
-                    "code": code,
-                    "sample": 0,
+                    "model": model.model, "task_id": seed["task_id"], "code": code, "sample": 0,
                     "round": 0,
                 }
             )
@@ -540,10 +502,7 @@ def ldb_records(data: Path, dataset: str) -> list[dict]:
                 continue
             rows += [
                 {
-                    "model": model.model,
-                    "task_id": seed["task_id"],
-                    "code": repair,
-                    "sample": 0,
+                    "model": model.model, "task_id": seed["task_id"], "code": repair, "sample": 0,
                     "round": k,
                 }
                 for k, repair in enumerate(rounds[1:], start=1)
@@ -561,8 +520,7 @@ def evalperf_records(
             entry = evals[task_id]
             rows.append(
                 {
-                    "model": model.model,
-                    "task_id": task_id,
+                    "model": model.model, "task_id": task_id,
                     "pass_rate": round(entry["pass@1"] / 100, 6),
                     "correct": [p["solution"] for p in entry["profiled"]][:kept],
                 }
@@ -573,19 +531,17 @@ def evalperf_records(
 def pool_toml(name: str, task_set: str, models: tuple[Model, ...], source: str) -> str:
     lines = [
         f"# Bundled recorded pool {name!r}, for task set {task_set!r}: each agent replays what its",
-        "# model answered in a public record; no model is called. Built by scripts/build_records.py.",
+        (
+            "# model answered in a public record; no model is called. "
+            "Built by scripts/build_records.py."
+        ),
         f"# Source: {source}.",
         "# Credits and licences: trinity_cli/data/NOTICE. Prices: USD per million tokens in / out.",
     ]
     for m in models:
         lines += [
-            "",
-            "[[agents]]",
-            f'name = "{m.agent}"',
-            'provider = "replay"',
-            f'record = "{name}"',
-            f'model = "{m.model}"',
-            f"price_in = {m.price_in}  # {m.price_note}",
+            "", "[[agents]]", f'name = "{m.agent}"', 'provider = "replay"', f'record = "{name}"',
+            f'model = "{m.model}"', f"price_in = {m.price_in}  # {m.price_note}",
             f"price_out = {m.price_out}",
         ]
     return "\n".join(lines) + "\n"
@@ -620,9 +576,7 @@ def build(data: Path, out: Path) -> list[Path]:
     for name, (task_set, models, source) in POOLS.items():
         text(f"pools/{name}.toml", pool_toml(name, task_set, models, source))
         manifest[name] = {
-            "task_set": task_set,
-            "models": [m.model for m in models],
-            "source": source,
+            "task_set": task_set, "models": [m.model for m in models], "source": source,
         }
     text(
         "manifest.json",

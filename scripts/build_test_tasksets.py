@@ -27,8 +27,7 @@ OUT = ROOT / "tests" / "data" / "tasksets"
 
 PRIVATE = {  # hidden (stdin, stdout) cases of each problems/*.md
     "average_speed": [
-        ("3\n10 10\n20 20\n30 30\n", "20.0000000000\n"),
-        ("2\n100 50\n100 25\n", "33.3333333333\n"),
+        ("3\n10 10\n20 20\n30 30\n", "20.0000000000\n"), ("2\n100 50\n100 25\n", "33.3333333333\n"),
     ],
     "bus_fare": [("4\n11 12 64 65\n", "9\n"), ("1\n0\n", "1\n")],
     "lamps": [("3 5\n1 2 1 2 3\n", "1\n"), ("1 1\n1\n", "1\n")],
@@ -39,8 +38,7 @@ PRIVATE = {  # hidden (stdin, stdout) cases of each problems/*.md
     "stairs": [("1\n", "1\n"), ("10\n", "89\n")],
     "tiles": [("5 1 1\n", "5\n"), ("2 1000 7\n", "286\n")],
     "times_table_crlf": [
-        ("2 4\n", "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n2 x 4 = 8\n"),
-        ("20 1\n", "20 x 1 = 20\n"),
+        ("2 4\n", "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n2 x 4 = 8\n"), ("20 1\n", "20 x 1 = 20\n"),
     ],
     "upside_down": [("1 3\n.#.\n", ".#.\n"), ("3 1\n#\n.\n.\n", ".\n.\n#\n")],
 }
@@ -49,10 +47,12 @@ FUNCTIONAL = {  # name: (func_name, statement, starter code, public cases, priva
     "count_peaks": (
         "countPeaks",
         (
-            "A skyline is given as the heights of its buildings from left to right. A building is a peak "
-            "when it is strictly taller than both its neighbours; the first and the last building are "
-            "never peaks. Return the number of peaks.\n\nExample 1:\nInput: heights = [1, 3, 2]\nOutput: 1\n\n"
-            "Example 2:\nInput: heights = [5, 5, 5]\nOutput: 0\n\nConstraints:\n1 <= heights.length <= 1000"
+            "A skyline is given as the heights of its buildings from left to right. "
+            "A building is a peak when it is strictly taller than both its neighbours; "
+            "the first and the last building are never peaks. Return the number of peaks.\n\n"
+            "Example 1:\nInput: heights = [1, 3, 2]\nOutput: 1\n\n"
+            "Example 2:\nInput: heights = [5, 5, 5]\nOutput: 0\n\n"
+            "Constraints:\n1 <= heights.length <= 1000"
         ),
         "class Solution:\n    def countPeaks(self, heights: List[int]) -> int:\n        ",
         [("[1, 3, 2]", "1"), ("[5, 5, 5]", "0")],
@@ -61,12 +61,16 @@ FUNCTIONAL = {  # name: (func_name, statement, starter code, public cases, priva
     "running_balance": (
         "balances",
         (
-            "An account starts with the balance start. Each move adds its amount (a negative move takes "
-            "money out), except that a move that would leave the balance below zero is refused and "
-            "changes nothing. Return the balance after each move.\n\nExample 1:\nInput: start = 10, "
-            "moves = [-3, -8, 5]\nOutput: [7, 7, 12]\n\nExample 2:\nInput: start = 0, moves = []\nOutput: []"
+            "An account starts with the balance start. Each move adds its amount "
+            "(a negative move takes money out), except that a move that would leave the balance "
+            "below zero is refused and changes nothing. Return the balance after each move.\n\n"
+            "Example 1:\nInput: start = 10, moves = [-3, -8, 5]\nOutput: [7, 7, 12]\n\n"
+            "Example 2:\nInput: start = 0, moves = []\nOutput: []"
         ),
-        "class Solution:\n    def balances(self, start: int, moves: List[int]) -> List[int]:\n        ",
+        (
+            "class Solution:\n"
+            "    def balances(self, start: int, moves: List[int]) -> List[int]:\n        "
+        ),
         [("10\n[-3, -8, 5]", "[7, 7, 12]"), ("0\n[]", "[]")],
         [("5\n[-5, -1, 2]", "[0, 0, 2]"), ("1\n[1, 1, -3]", "[2, 3, 0]")],
     ),
@@ -74,9 +78,10 @@ FUNCTIONAL = {  # name: (func_name, statement, starter code, public cases, priva
         "shiftWord",
         (
             "Shift every letter of a lowercase word k places forward in the alphabet, so that z is "
-            'followed by a again, and return the new word.\n\nExample 1:\nInput: word = "abc", k = 1\n'
-            'Output: "bcd"\n\nExample 2:\nInput: word = "xyz", k = 3\nOutput: "abc"\n\nConstraints:\n'
-            "0 <= k <= 10^9"
+            "followed by a again, and return the new word.\n\n"
+            'Example 1:\nInput: word = "abc", k = 1\nOutput: "bcd"\n\n'
+            'Example 2:\nInput: word = "xyz", k = 3\nOutput: "abc"\n\n'
+            "Constraints:\n0 <= k <= 10^9"
         ),
         "class Solution:\n    def shiftWord(self, word: str, k: int) -> str:\n        ",
         [('"abc"\n1', '"bcd"'), ('"xyz"\n3', '"abc"')],
@@ -85,8 +90,7 @@ FUNCTIONAL = {  # name: (func_name, statement, starter code, public cases, priva
 }
 TOLERANCE = {"average_speed": 1e-6}  # plain layout: stated outright (the statement says it too)
 PLAIN_JSON_PRIVATE = {
-    "lamps",
-    "running_balance",
+    "lamps", "running_balance",
 }  # LCB layout: private tests as a JSON string, not pickled
 
 
@@ -106,24 +110,16 @@ def problems() -> list[tuple[str, str, str, str, list[tuple[str, str]], list[tup
 
 
 def lcb_line(
-    task_id: str,
-    func_name: str,
-    statement: str,
-    starter: str,
-    public: list[tuple[str, str]],
+    task_id: str, func_name: str, statement: str, starter: str, public: list[tuple[str, str]],
     private: list[tuple[str, str]],
 ) -> dict[str, object]:
     testtype = "functional" if func_name else "stdin"
     private_cases = [{"input": i, "output": o, "testtype": testtype} for i, o in private]
     return {
         "question_title": task_id.split("/")[1].replace("_", " ").title(),
-        "question_content": statement,
-        "platform": "leetcode" if func_name else "atcoder",
-        "question_id": task_id,
-        "contest_id": "trinity-tests",
-        "contest_date": "2025-01-01T00:00:00",
-        "starter_code": starter,
-        "difficulty": "easy",
+        "question_content": statement, "platform": "leetcode" if func_name else "atcoder",
+        "question_id": task_id, "contest_id": "trinity-tests",
+        "contest_date": "2025-01-01T00:00:00", "starter_code": starter, "difficulty": "easy",
         "public_test_cases": json.dumps(
             [{"input": i, "output": o, "testtype": testtype} for i, o in public]
         ),
@@ -135,16 +131,11 @@ def lcb_line(
 
 
 def plain_line(
-    task_id: str,
-    func_name: str,
-    statement: str,
-    starter: str,
-    public: list[tuple[str, str]],
+    task_id: str, func_name: str, statement: str, starter: str, public: list[tuple[str, str]],
     private: list[tuple[str, str]],
 ) -> dict[str, object]:
     line: dict[str, object] = {
-        "task_id": task_id,
-        "prompt": statement,
+        "task_id": task_id, "prompt": statement,
         "visible_tests": [{"input": i, "output": o} for i, o in public],
         "tests": [{"input": i, "output": o} for i, o in private],
     }

@@ -52,18 +52,15 @@ def main() -> None:
         [_matches(head, s, t, len(pool.agents)) for s, t in zip(check_states, check_turns)]
     )
     meta = metadata_for(
-        backbone_of(pool),
-        pool,
-        coordinator.hidden_size,
-        numerics=coordinator.numerics,
+        backbone_of(pool), pool, coordinator.hidden_size, numerics=coordinator.numerics,
         trained=False,
-        init="imitation of the fallback pipeline (ridge regression on hidden states); not trained for reward",
+        init=(
+            "imitation of the fallback pipeline (ridge regression on hidden states); "
+            "not trained for reward"
+        ),
         training={
-            "tasks": "humaneval",
-            "split": "train",
-            "n_synthetic_tasks": len(fit_tasks),
-            "n_real_rollouts": REAL_ROLLOUTS,
-            "turns": TURNS,
+            "tasks": "humaneval", "split": "train", "n_synthetic_tasks": len(fit_tasks),
+            "n_real_rollouts": REAL_ROLLOUTS, "turns": TURNS,
             "imitation_accuracy_train": round(train_acc, 4),
             "imitation_accuracy_held_out": round(float(held_out), 4),
             "command": "python scripts/make_default_head.py",

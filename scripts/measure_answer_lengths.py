@@ -33,7 +33,8 @@ TOP_LEVEL = re.compile(r"\n(?=\S)")
 
 
 def percentile(values: list[int], q: float) -> int:
-    """The nearest-rank percentile: the smallest value with at least q of the values at or below it."""
+    """The nearest-rank percentile: the smallest value with at least q of the values at or
+    below it."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
@@ -78,13 +79,14 @@ def main() -> None:
             flush=True,
         )
     print(
-        f"answers: {len(lengths) + cut} ({len(pool.agents)} agents x {len(tasks)} HumanEval train tasks, "
+        f"answers: {len(lengths) + cut} "
+        f"({len(pool.agents)} agents x {len(tasks)} HumanEval train tasks, "
         f"max_tokens {args.max_tokens}); complete: {len(lengths)}; cut at max_tokens: {cut}"
     )
     if lengths:
         print(
-            f"tokens of complete answers: median {percentile(lengths, 0.5)}, p90 {percentile(lengths, 0.9)}, "
-            f"p95 {percentile(lengths, 0.95)}, max {max(lengths)}"
+            f"tokens of complete answers: median {percentile(lengths, 0.5)}, "
+            f"p90 {percentile(lengths, 0.9)}, p95 {percentile(lengths, 0.95)}, max {max(lengths)}"
         )
 
 

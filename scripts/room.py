@@ -16,8 +16,7 @@ import json
 import numpy as np
 
 from trinity_cli.pool.spec import load_pool
-from trinity_cli.providers.registry import build_agents
-from trinity_cli.runtime import memo_coordinator, open_caches
+from trinity_cli.runtime import build_run
 from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
 from trinity_cli.train.es import new_forest
 from trinity_cli.train.fixed import choose, describe, play_family
@@ -30,13 +29,11 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=5)
     parser.add_argument("--cost-weight", type=float, default=0.0)
     args = parser.parse_args()
-    pool, caches = load_pool(args.pool), open_caches(no_cache=False)
     tasks = load_tasks(args.tasks)
     train = gradable(select_split(tasks, "train"))[0]
-    agents = build_agents(
-        pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
-    )
-    forest = new_forest(agents, memo_coordinator(pool, caches), caches.grader, args.max_turns)
+    run = build_run(load_pool(args.pool), tasks, no_cache=False)
+    agents = run.agents
+    forest = new_forest(agents, run.coordinator(), run.caches.grader, args.max_turns)
     plans, outcomes = play_family(forest.play, train, agents, args.max_turns)
     values = np.array(
         [[o.expected - args.cost_weight * o.usd for o in plan] for plan in outcomes]
@@ -47,11 +44,8 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "pool": args.pool,
-                "tasks": len(train),
-                "max_turns": args.max_turns,
-                "cost_weight": args.cost_weight,
-                "plans": len(plans),
+                "pool": args.pool, "tasks": len(train), "max_turns": args.max_turns,
+                "cost_weight": args.cost_weight, "plans": len(plans),
                 "best_fixed": {
                     "plan": " → ".join(" ".join(step) for step in describe(chosen.plan, agents)),
                     "value": round(float(best.mean()), 4),
@@ -60,8 +54,7 @@ def main() -> None:
                 "tasks_where_another_plan_is_better": int((values.max(axis=0) > best + 1e-9).sum()),
                 "one_answer_oracle": round(float(values[answers].max(axis=0).mean()), 4),
             },
-            indent=1,
-            ensure_ascii=False,
+            indent=1, ensure_ascii=False,
         )
     )
 

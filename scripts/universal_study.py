@@ -1,12 +1,17 @@
 """Train the shipped universal head on EvalPerf's training models and measure it on pools of
 held-out models only (docs/measurements.md, "Routing any pool").
 
-    python scripts/universal_study.py validate                     # docs/universal/validation-t1.json
-    python scripts/universal_study.py train --max-turns 3          # writes weights/universal.npz (shipped)
+    # docs/universal/validation-t1.json
+    python scripts/universal_study.py validate
+    # writes weights/universal.npz (shipped)
+    python scripts/universal_study.py train --max-turns 3
     python scripts/universal_study.py train --max-turns 1 --out universal-t1.npz
-    python scripts/universal_study.py measure --max-turns 3 --ns 40 --pool-specific 0   # docs/universal/held-out-t3.json
-    python scripts/universal_study.py measure --max-turns 1 --weights universal-t1.npz  # docs/universal/held-out-t1.json
-    python scripts/universal_study.py report --max-turns 3         # the tables of docs/measurements.md
+    # docs/universal/held-out-t3.json
+    python scripts/universal_study.py measure --max-turns 3 --ns 40 --pool-specific 0
+    # docs/universal/held-out-t1.json
+    python scripts/universal_study.py measure --max-turns 1 --weights universal-t1.npz
+    # the tables of docs/measurements.md
+    python scripts/universal_study.py report --max-turns 3
 
 `validate`: every setting is chosen here, on the training models only. They are split again by
 family (VALIDATION_SALT, the same rule as the held-out split, fixed before any run) into fit
@@ -17,9 +22,10 @@ GRID with one turn (a three-turn search would take hours on 2 cores) and writes 
 setting, which both shipped settings use.
 
 `train`: the setting `validate` chose; the model split of the bundled manifest (whole
-families held out); the training models replay `evalperf-all` on the train split of `evalperf` (all 118 tasks count: pass-rate
-records are graded by their recorded probability); profiles on N_CALIBRATION calibration
-tasks; episodes on pools of 2-6 training models drawn per task and generation.
+families held out); the training models replay `evalperf-all` on the train split of
+`evalperf` (all 118 tasks count: pass-rate records are graded by their recorded probability);
+profiles on N_CALIBRATION calibration tasks; episodes on pools of 2-6 training models drawn
+per task and generation.
 
 `measure`: POOLS pools of 3-5 held-out models (seeded draws), each agent profiled on n
 calibration tasks of the train split (n in NS) as `trinity profile` does; on the test split,
@@ -71,20 +77,13 @@ POOL_SPECIFIC = (
 )
 POOL_SPECIFIC_SETTINGS = {"project": 4, "sigma0": 0.3}
 SETTINGS = {
-    "generations": 30,
-    "popsize": 8,
-    "batch_size": 32,
-    "seed": 0,
+    "generations": 30, "popsize": 8, "batch_size": 32, "seed": 0,
 }  # the recorded pools' (not searched)
 GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
 VALIDATION_SALT = "trinity-validation-v1:"
 UNIVERSAL = ROOT / "docs" / "universal"
 MEASURED = (
-    "random",
-    "pipeline",
-    "single",
-    "loop",
-    "cascade",
+    "random", "pipeline", "single", "loop", "cascade",
 )  # baseline rows per pool (the oracle: from the record)
 
 
@@ -122,31 +121,19 @@ def chosen_setting() -> dict:
 
 
 def validation_score(
-    setting: dict,
-    fit: list[str],
-    held: list[str],
-    calibration,
-    scored,
-    coordinator,
-    grader,
-    agents,
-    scratch: Path,
+    setting: dict, fit: list[str], held: list[str], calibration, scored, coordinator, grader,
+    agents, scratch: Path,
 ) -> dict:
-    """Train on the fit models with `setting` (one turn); score every pool of 3-5 validation models."""
+    """Train on the fit models with `setting` (one turn); score every pool of 3-5 validation
+    models."""
     max_turns = 1
     settings = TrainSettings(
         **SETTINGS, project=setting["project"], sigma0=setting["sigma0"], max_turns=max_turns
     )
     name = "-".join(f"{k}{v}" for k, v in setting.items())
     head = train_universal(
-        calibration,
-        [agents[m] for m in fit],
-        calibration,
-        coordinator,
-        grader,
-        settings,
-        scratch / f"validate-t{max_turns}-{name}.ckpt",
-        skill_weight=setting["skill_weight"],
+        calibration, [agents[m] for m in fit], calibration, coordinator, grader, settings,
+        scratch / f"validate-t{max_turns}-{name}.ckpt", skill_weight=setting["skill_weight"],
     ).head
     profiles = dict(
         zip(
@@ -161,29 +148,17 @@ def validation_score(
         )
         bound = head.for_pool(np.array([profiles[m].vector() for m in members]))
         mine += run_policy(
-            "universal",
-            scored,
-            bound,
-            runner=runner,
-            budget=None,
-            max_turns=max_turns,
-            reader=CURRENT_FORMAT.id,
+            "universal", scored, bound, runner=runner, budget=None, max_turns=max_turns,
+            transcript_format=CURRENT_FORMAT.id,
         ).expected
         by_profile = max(range(len(members)), key=lambda i: profiles[members[i]].pass_rate)
         best += run_policy(
-            "best",
-            scored,
-            PlanPolicy(len(members), ((by_profile, Role.WORKER),)),
-            runner=runner,
-            budget=None,
-            max_turns=1,
+            "best", scored, PlanPolicy(len(members), ((by_profile, Role.WORKER),)), runner=runner,
+            budget=None, max_turns=1,
         ).expected
     return {
-        **setting,
-        "max_turns": max_turns,
-        "universal": float(np.mean(mine)),
-        "best_by_profile": float(np.mean(best)),
-        "margin_se": paired_margin(mine, best),
+        **setting, "max_turns": max_turns, "universal": float(np.mean(mine)),
+        "best_by_profile": float(np.mean(best)), "margin_se": paired_margin(mine, best),
     }
 
 
@@ -197,27 +172,15 @@ def validate_command(args: argparse.Namespace) -> None:
     for values in itertools.product(*GRID.values()):
         rows.append(
             validation_score(
-                dict(zip(GRID, values)),
-                fit,
-                held,
-                calibration,
-                scored,
-                coordinator,
-                grader,
-                agents,
-                args.scratch,
+                dict(zip(GRID, values)), fit, held, calibration, scored, coordinator, grader,
+                agents, args.scratch,
             )
         )
         print(json.dumps(rows[-1]), flush=True)
     result = {
-        "how": "scripts/universal_study.py validate",
-        "fit_models": fit,
-        "validation_models": held,
-        "calibration_tasks": len(calibration),
-        "scored_tasks": len(scored),
-        "pools": "every pool of 3-5 validation models",
-        "settings": SETTINGS,
-        "rows": rows,
+        "how": "scripts/universal_study.py validate", "fit_models": fit, "validation_models": held,
+        "calibration_tasks": len(calibration), "scored_tasks": len(scored),
+        "pools": "every pool of 3-5 validation models", "settings": SETTINGS, "rows": rows,
         "chosen": {k: max(rows, key=lambda r: r["universal"])[k] for k in GRID},
     }
     out = UNIVERSAL / "validation-t1.json"
@@ -232,45 +195,27 @@ def train_command(args: argparse.Namespace) -> None:
     calibration = calibration_tasks(train_tasks, N_CALIBRATION)
     setting = chosen_setting()
     settings = TrainSettings(
-        **SETTINGS,
-        project=setting["project"],
-        sigma0=setting["sigma0"],
-        max_turns=args.max_turns,
+        **SETTINGS, project=setting["project"], sigma0=setting["sigma0"], max_turns=args.max_turns,
         cost_weight=args.cost_weight,
     )
     started = time.perf_counter()
     result = train_universal(
-        train_tasks,
-        [agents[n] for n in split["train"]],
-        calibration,
-        coordinator,
-        grader,
-        settings,
-        args.scratch / f"universal-t{args.max_turns}.ckpt",
+        train_tasks, [agents[n] for n in split["train"]], calibration, coordinator, grader,
+        settings, args.scratch / f"universal-t{args.max_turns}.ckpt",
         skill_weight=setting["skill_weight"],
     )
     head = result.head
     out = ROOT / "weights" / args.out
     save_head(
-        out,
-        head,
+        out, head,
         universal_metadata(
-            backbone_of(pool),
-            head.mean.shape[0],
-            head,
-            numerics=coordinator.numerics,
+            backbone_of(pool), head.mean.shape[0], head, numerics=coordinator.numerics,
             training={
-                "how": "scripts/universal_study.py train",
-                "tasks": "evalperf",
-                "split": "train",
-                "models": split["train"],
-                "calibration_tasks": [t.task_id for t in calibration],
-                **asdict(settings),
-                "skill_weight": setting["skill_weight"],
-                "pool_sizes": [2, 6],
+                "how": "scripts/universal_study.py train", "tasks": "evalperf", "split": "train",
+                "models": split["train"], "calibration_tasks": [t.task_id for t in calibration],
+                **asdict(settings), "skill_weight": setting["skill_weight"], "pool_sizes": [2, 6],
                 "start": {"fitness": result.training.start.fitness},
-                "fitness": result.training.fitness,
-                "kept_start": result.training.kept_start,
+                "fitness": result.training.fitness, "kept_start": result.training.kept_start,
                 "history": result.training.history,
                 "seconds": round(time.perf_counter() - started, 1),
             },
@@ -294,10 +239,7 @@ def measure_command(args: argparse.Namespace) -> None:
             zip(
                 held,
                 measure_profiles(
-                    [agents[m] for m in held],
-                    calibration_tasks(train_tasks, n),
-                    coordinator,
-                    head,
+                    [agents[m] for m in held], calibration_tasks(train_tasks, n), coordinator, head,
                     grader,
                 ),
             )
@@ -312,12 +254,8 @@ def measure_command(args: argparse.Namespace) -> None:
             n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in args.ns
         }
         report = evaluate(
-            test,
-            pool_agents,
-            [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns],
-            grader,
-            max_turns=args.max_turns,
-            baselines=MEASURED,
+            test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns],
+            grader, max_turns=args.max_turns, baselines=MEASURED,
         )  # the baselines do not depend on n: once per pool
         rows = {r.policy: r for r in report.pop("_rows")}
         oracle = [
@@ -334,8 +272,7 @@ def measure_command(args: argparse.Namespace) -> None:
             "random": rows["random"].expected_pass_at_1,
             "cascade": rows["cascade"].expected_pass_at_1,
             "cascade_sampled": rows["cascade"].pass_at_1,
-            "cascade_usd": rows["cascade"].usd_per_task,
-            "oracle": float(np.mean(oracle)),
+            "cascade_usd": rows["cascade"].usd_per_task, "oracle": float(np.mean(oracle)),
             "singles": {
                 m: [rows[f"single:{m}"].expected_pass_at_1, rows[f"single:{m}"].usd_per_task]
                 for m in members
@@ -344,43 +281,33 @@ def measure_command(args: argparse.Namespace) -> None:
         for n in args.ns:
             by_profile = max(members, key=lambda m: profiles[n][m].pass_rate)
             best, mine, pipeline = (
-                rows[f"single:{by_profile}"],
-                rows[f"n{n}"],
-                rows[f"pipeline:{by_profile}"],
+                rows[f"single:{by_profile}"], rows[f"n{n}"], rows[f"pipeline:{by_profile}"],
             )
             loop = rows[f"loop:{by_profile}"]
             row[f"n{n}"] = {
-                "universal": mine.expected_pass_at_1,
-                "universal_usd": mine.usd_per_task,
-                "universal_sampled": mine.pass_at_1,
-                "best_by_profile": by_profile,
-                "best": best.expected_pass_at_1,
-                "best_usd": best.usd_per_task,
+                "universal": mine.expected_pass_at_1, "universal_usd": mine.usd_per_task,
+                "universal_sampled": mine.pass_at_1, "best_by_profile": by_profile,
+                "best": best.expected_pass_at_1, "best_usd": best.usd_per_task,
                 "margin_se": paired_margin(mine.expected, best.expected),
                 "diff": [u - b for u, b in zip(mine.expected, best.expected)],
-                # the same agent as Worker and Verifier, over the same turns (a second answer after a REJECT)
+                # the same agent as Worker and Verifier, over the same turns
+                # (a second answer after a REJECT)
                 "best_pipeline": pipeline.expected_pass_at_1,
                 "best_pipeline_usd": pipeline.usd_per_task,
                 "margin_vs_pipeline_se": paired_margin(mine.expected, pipeline.expected),
-                # loop: that agent answers, the pool's cheapest Verifier checks, it answers again after a REJECT
-                "best_loop": loop.expected_pass_at_1,
-                "best_loop_usd": loop.usd_per_task,
+                # loop: that agent answers, the pool's cheapest Verifier checks,
+                # it answers again after a REJECT
+                "best_loop": loop.expected_pass_at_1, "best_loop_usd": loop.usd_per_task,
                 "diff_vs_loop": [u - b for u, b in zip(mine.expected, loop.expected)],
             }
         if index < args.pool_specific:
             fit = train(
-                train_tasks,
-                pool_agents,
-                coordinator,
-                grader,
+                train_tasks, pool_agents, coordinator, grader,
                 TrainSettings(**SETTINGS, **POOL_SPECIFIC_SETTINGS, max_turns=args.max_turns),
                 args.scratch / f"pool-{index}-t{args.max_turns}.ckpt",
             )
             report = evaluate(
-                test,
-                pool_agents,
-                [HeadUnderTest("specific", fit.head, coordinator)],
-                grader,
+                test, pool_agents, [HeadUnderTest("specific", fit.head, coordinator)], grader,
                 max_turns=args.max_turns,
             )
             row["pool_specific"] = report["_rows"][0].expected_pass_at_1
@@ -391,15 +318,11 @@ def measure_command(args: argparse.Namespace) -> None:
     out.write_text(
         json.dumps(
             {
-                "how": "scripts/universal_study.py measure",
-                "weights": args.weights,
-                "max_turns": args.max_turns,
-                "seed": args.seed,
-                "test_tasks": len(test),
+                "how": "scripts/universal_study.py measure", "weights": args.weights,
+                "max_turns": args.max_turns, "seed": args.seed, "test_tasks": len(test),
                 "pools": results,
             },
-            indent=1,
-            default=float,
+            indent=1, default=float,
         )
         + "\n"
     )
@@ -412,8 +335,8 @@ def report_command(args: argparse.Namespace) -> None:
     pools = data["pools"]
     print(f"max_turns {data['max_turns']}, {len(pools)} pools, {data['test_tasks']} test tasks")
     print(
-        "| n | universal | best single by profile | pools strictly above | pooled margin (SE) | error reduction "
-        "| universal $/task | best's $/task |"
+        "| n | universal | best single by profile | pools strictly above | pooled margin (SE) "
+        "| error reduction | universal $/task | best's $/task |"
         + (
             " loop: of the best by profile | its $/task | margin vs it "
             "(SE over tasks) | pools strictly above it |"
@@ -427,9 +350,7 @@ def report_command(args: argparse.Namespace) -> None:
         mine, best = np.mean([c["universal"] for c in cells]), np.mean([c["best"] for c in cells])
         diffs = np.concatenate([c["diff"] for c in cells])
         row = [
-            n,
-            f"{mine:.3f}",
-            f"{best:.3f}",
+            n, f"{mine:.3f}", f"{best:.3f}",
             f"{np.mean([c['universal'] > c['best'] for c in cells]):.0%}",
             f"{diffs.mean() / (diffs.std(ddof=1) / np.sqrt(len(diffs))):+.1f}",
             f"{((1 - best) - (1 - mine)) / (1 - best):+.0%}",
@@ -452,9 +373,7 @@ def report_command(args: argparse.Namespace) -> None:
         for key in ("best_true", "random", "cascade", "oracle")
     }
     print(
-        "means:",
-        {k: round(float(v), 3) for k, v in means.items()},
-        "cascade $/task",
+        "means:", {k: round(float(v), 3) for k, v in means.items()}, "cascade $/task",
         round(float(np.mean([p["baselines"]["cascade_usd"] for p in pools])), 5),
     )
     n = 40 if 40 in ns else ns[-1]
@@ -463,7 +382,8 @@ def report_command(args: argparse.Namespace) -> None:
         gain = p["pool_specific"] - c["best"]
         kept = (c["universal"] - c["best"]) / gain if gain > 0 else float("nan")
         print(
-            f"pool-specific {index}: specific {p['pool_specific']:.3f}, best by profile {c['best']:.3f}, "
+            f"pool-specific {index}: specific {p['pool_specific']:.3f}, "
+            f"best by profile {c['best']:.3f}, "
             f"universal (n={n}) {c['universal']:.3f}, share of the gain kept {kept:.0%}"
         )
 
@@ -477,15 +397,11 @@ def main() -> None:
     parser.add_argument("--weights", default="universal.npz")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--pool-specific",
-        type=int,
-        default=POOL_SPECIFIC,
+        "--pool-specific", type=int, default=POOL_SPECIFIC,
         help="pools that also get their own head",
     )
     parser.add_argument(
-        "--ns",
-        type=lambda text: tuple(int(n) for n in text.split(",")),
-        default=NS,
+        "--ns", type=lambda text: tuple(int(n) for n in text.split(",")), default=NS,
         help="calibration sizes to measure (comma list)",
     )
     parser.add_argument("--scratch", type=Path, default=None)
@@ -493,9 +409,7 @@ def main() -> None:
     args.scratch = args.scratch or Path(tempfile.mkdtemp(prefix="trinity-universal-"))
     args.scratch.mkdir(parents=True, exist_ok=True)
     {
-        "validate": validate_command,
-        "train": train_command,
-        "measure": measure_command,
+        "validate": validate_command, "train": train_command, "measure": measure_command,
         "report": report_command,
     }[args.command](args)
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: every trinity directory in a temp dir, the real GGUF, a real llama.cpp server."""
+"""Shared fixtures: every trinity directory in a temp dir, the real GGUF, a real llama.cpp
+server."""
 
 from __future__ import annotations
 
@@ -39,8 +40,7 @@ _one_core_per_worker()
 # Modules whose runs read the same coordinator states go to one worker, one after the other,
 # where the session's memo encodes each state once; every other module is a unit of its own.
 SHARED_STATES = {
-    "tests/test_learning_records.py": "learnable",
-    "tests/test_universal.py": "learnable",
+    "tests/test_learning_records.py": "learnable", "tests/test_universal.py": "learnable",
 }
 
 
@@ -96,21 +96,11 @@ def llama_server(gguf_path: Path):
     log = open(_HOME / "llama-server.log", "wb")  # noqa: SIM115 - the server writes to it until the session ends
     proc = subprocess.Popen(
         [
-            sys.executable,
-            str(Path(__file__).parent / "support" / "wire" / "llama_server.py"),
-            "--model",
-            str(gguf_path),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--chat_format",
-            "chatml",
+            sys.executable, str(Path(__file__).parent / "support" / "wire" / "llama_server.py"),
+            "--model", str(gguf_path), "--host", "127.0.0.1", "--port", str(port), "--n_ctx",
+            "2048", "--chat_format", "chatml",
         ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
@@ -152,7 +142,8 @@ def home(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture()
 def server():
-    """A loopback server speaking a provider's wire format (tests/support/wire), scripted by the test."""
+    """A loopback server speaking a provider's wire format (tests/support/wire), scripted by the
+    test."""
     from support.wire.server import WireServer
 
     wire = WireServer()

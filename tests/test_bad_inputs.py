@@ -78,9 +78,7 @@ def test_ctrl_c_is_exit_130_and_keeps_the_turns_so_far(workdir):
         try:
             proc = subprocess.Popen(
                 [TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--json"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
         finally:
             signal.signal(signal.SIGINT, previous)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import assert_clean_failure, trinity
+from support.tasks import write_tasks
 
 from trinity_cli.cli.train import DEFAULTS
 from trinity_cli.tasks.taskset import Task, load_humaneval, select_split
@@ -34,33 +35,18 @@ def recorded(workdir: Path) -> Path:
     for i, task in enumerate(TASKS):
         lines += [
             {
-                "model": "cheap",
-                "task_id": task.task_id,
+                "model": "cheap", "task_id": task.task_id,
                 "code": right(task) if i % 2 else wrong(task),
             },
             {"model": "cheap", "task_id": task.task_id, "code": right(task), "round": 1},
             {"model": "dear", "task_id": task.task_id, "code": right(task)},
         ]
     (workdir / "rec.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "visible_tests": list(t.visible_tests),
-                }
-            )
-            + "\n"
-            for t in TASKS
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", TASKS, "visible_tests")
     (workdir / "pool.toml").write_text(
         "".join(
-            f'[[agents]]\nname = "{name}"\nprovider = "replay"\nrecord = "rec.jsonl"\nmodel = "{name}"\n'
+            f'[[agents]]\nname = "{name}"\nprovider = "replay"\n'
+            f'record = "rec.jsonl"\nmodel = "{name}"\n'
             f"price_in = {price_in}\nprice_out = {price_out}\n\n"
             for name, price_in, price_out in (("cheap", 0.5, 1.0), ("dear", 10.0, 30.0))
         )
@@ -75,24 +61,8 @@ LOOP_CHEAP = [["cheap", "worker"], ["cheap", "verifier"], ["cheap", "worker"]]
 @pytest.fixture()
 def trained(recorded: Path) -> Path:
     result = trinity(
-        "train",
-        *FLAGS,
-        "--out",
-        "head.npz",
-        "--max-turns",
-        "3",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--project",
-        "2",
-        "--folds",
-        "0",
-        "--cost-weight",
-        "2.5",
-        "-q",
-        cwd=recorded,
+        "train", *FLAGS, "--out", "head.npz", "--max-turns", "3", "--generations", "1", "--popsize",
+        "2", "--project", "2", "--folds", "0", "--cost-weight", "2.5", "-q", cwd=recorded,
     )
     assert result.returncode == 0, result.stderr
     return recorded
@@ -108,19 +78,18 @@ def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(traine
     assert (
         rows["single:cheap"]["pass_at_1"] < 1.0 == rows["loop:cheap"]["pass_at_1"]
     )  # the repair round passes
-    # every plan passes every train task but the lone cheap answer; the cheapest of those is cheap's own loop
+    # every plan passes every train task but the lone cheap answer; the cheapest of those is
+    # cheap's own loop
     assert report["best_fixed"] == {
-        "plan": LOOP_CHEAP,
-        "train_fitness": report["best_fixed"]["train_fitness"],
-        "train_tasks": len(TRAIN),
-        "cost_weight": 2.5,
+        "plan": LOOP_CHEAP, "train_fitness": report["best_fixed"]["train_fitness"],
+        "train_tasks": len(TRAIN), "cost_weight": 2.5,
     }
     assert 0.9 < report["best_fixed"]["train_fitness"] < 1.0  # pass@1 1.0 less 2.5 × its small $
     assert rows["best-fixed"] == {
-        **rows["loop:cheap"],
-        "policy": "best-fixed",
+        **rows["loop:cheap"], "policy": "best-fixed",
     }  # the same plan, played the same
-    # the plan train saved is best-fixed at the head's cost weight: the same row, and no margin between them
+    # the plan train saved is best-fixed at the head's cost weight: the same row, and no margin
+    # between them
     assert (
         rows["trained"] == {**rows["best-fixed"], "policy": "trained"}
         and rows["trained"]["pass_at_1"] == 1.0
@@ -133,18 +102,8 @@ def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(traine
     )
     weighted = json.loads(
         trinity(
-            "eval",
-            *FLAGS,
-            "--weights",
-            "head-plan.npz",
-            "--json",
-            "--cost-weight",
-            "0",
-            "--baselines",
-            "best-fixed",
-            "--max-turns",
-            "1",
-            cwd=trained,
+            "eval", *FLAGS, "--weights", "head-plan.npz", "--json", "--cost-weight", "0",
+            "--baselines", "best-fixed", "--max-turns", "1", cwd=trained,
         ).stdout
     )
     assert weighted["best_fixed"]["cost_weight"] == 0.0 and weighted["max_turns"] == 1
@@ -158,14 +117,7 @@ def test_solve_routes_with_the_plan_train_saved_beside_its_head(trained):
     assert meta["kind"] == "plan" and meta["training"]["max_turns"] == 3
     (trained / "p.md").write_text(TASKS[0].prompt)
     result = trinity(
-        "solve",
-        "p.md",
-        "--pool",
-        "pool.toml",
-        "--weights",
-        "head-plan.npz",
-        "--json",
-        "--no-log",
+        "solve", "p.md", "--pool", "pool.toml", "--weights", "head-plan.npz", "--json", "--no-log",
         cwd=trained,
     )
     final = json.loads(result.stdout)
@@ -184,49 +136,25 @@ def test_baselines_chooses_the_rows_and_a_kind_it_does_not_know_is_exit_2(record
     assert [r["policy"] for r in none["rows"]] == ["fallback"] and none["best_fixed"] is None
     some = json.loads(trinity("eval", *flags, "--baselines", "loop,single", cwd=recorded).stdout)
     assert [r["policy"] for r in some["rows"]] == [
-        "fallback",
-        "single:cheap",
-        "single:dear",
-        "loop:cheap",
-        "loop:dear",
+        "fallback", "single:cheap", "single:dear", "loop:cheap", "loop:dear",
     ]
     assert_clean_failure(
-        trinity("eval", *flags, "--baselines", "loop,oracles", cwd=recorded),
-        2,
+        trinity("eval", *flags, "--baselines", "loop,oracles", cwd=recorded), 2,
         "--baselines 'loop,oracles': unknown row kind oracles",
     )
 
 
 def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limit(recorded):
     result = trinity(
-        "eval",
-        *FLAGS,
-        "--weights",
-        "none",
-        "--max-turns",
-        "2",
-        "--split",
-        "train",
-        "--limit",
-        "4",
+        "eval", *FLAGS, "--weights", "none", "--max-turns", "2", "--split", "train", "--limit", "4",
         cwd=recorded,
     )
     assert result.returncode == 0, result.stderr
     assert "the first 4 of 9 tasks (--limit)" in result.stderr and "--max-turns 2" in result.stderr
     report = json.loads(
         trinity(
-            "eval",
-            *FLAGS,
-            "--weights",
-            "none",
-            "--max-turns",
-            "2",
-            "--split",
-            "train",
-            "--limit",
-            "4",
-            "--json",
-            cwd=recorded,
+            "eval", *FLAGS, "--weights", "none", "--max-turns", "2", "--split", "train", "--limit",
+            "4", "--json", cwd=recorded,
         ).stdout
     )
     assert report["tasks"] == 4 and report["limit"] == 4
@@ -240,15 +168,7 @@ def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limi
     assert {r["policy"]: r["pass_at_1"] for r in report["rows"]}["single:cheap"] == 0.5
     unnamed = json.loads(
         trinity(
-            "eval",
-            *FLAGS,
-            "--split",
-            "train",
-            "--limit",
-            "2",
-            "--baselines",
-            "none",
-            "--json",
+            "eval", *FLAGS, "--split", "train", "--limit", "2", "--baselines", "none", "--json",
             cwd=recorded,
         ).stdout
     )  # no --weights: the head solve would use, here none fits
@@ -271,18 +191,8 @@ def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limi
     assert way in line and best["policy"] in line, (line, report["rows"])
     first = json.loads(
         trinity(
-            "eval",
-            *FLAGS,
-            "--weights",
-            "none",
-            "--split",
-            "train",
-            "--limit",
-            "1",
-            "--baselines",
-            "single",
-            "--json",
-            cwd=recorded,
+            "eval", *FLAGS, "--weights", "none", "--split", "train", "--limit", "1", "--baselines",
+            "single", "--json", cwd=recorded,
         ).stdout
     )
     assert {r["policy"]: r["pass_at_1"] for r in first["rows"]}[
@@ -300,23 +210,14 @@ def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
         )
     )
     result = trinity(
-        "eval",
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        "api.toml",
-        "--weights",
-        "none",
-        "--max-turns",
-        "3",
-        "--dry-run",
-        "--no-log",
-        cwd=recorded,
+        "eval", "--tasks", "tasks.jsonl", "--pool", "api.toml", "--weights", "none", "--max-turns",
+        "3", "--dry-run", "--no-log", cwd=recorded,
     )
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
     assert lines["fallback"] == "3 episodes" and lines["loop:cheap"] == "3 episodes"
-    # best-fixed: the 2 + 4 family plans on the 9 train tasks, then the chosen one on the 3 test tasks
+    # best-fixed: the 2 + 4 family plans on the 9 train tasks, then the chosen one on the 3 test
+    # tasks
     assert lines["best-fixed"].startswith(f"{6 * 9 + 3} episodes")
     assert (
         lines["oracle"] == f"{(2 + 2 * 2) * 3} episodes"

@@ -8,6 +8,7 @@ import json
 import pytest
 from support.cli import trinity
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.tasks import write_tasks
 from support.wire.server import Scripted, WireServer, gemini_chunk, openai_stream
 
 from trinity_cli.core.budget import Budget
@@ -36,21 +37,14 @@ def test_reasoning_tokens_bill_as_output():
     wire = WireServer()
     try:
         usage = {
-            "promptTokenCount": 10,
-            "candidatesTokenCount": 5,
-            "thoughtsTokenCount": 100,
+            "promptTokenCount": 10, "candidatesTokenCount": 5, "thoughtsTokenCount": 100,
             "totalTokenCount": 115,
         }
         wire.responses.append(Scripted(200, json.dumps(gemini_chunk("ok", usage)).encode()))
         reply = GeminiProvider(
             AgentSpec(
-                name="gem",
-                provider="gemini",
-                model="gemini-test",
-                base_url=wire.url,
-                price_in=1.0,
-                price_out=2.0,
-                max_tokens=50,
+                name="gem", provider="gemini", model="gemini-test", base_url=wire.url, price_in=1.0,
+                price_out=2.0, max_tokens=50,
             )
         ).complete(Request(Role.WORKER, "s", "u"))
     finally:
@@ -61,26 +55,15 @@ def test_reasoning_tokens_bill_as_output():
 def test_the_cli_stops_before_the_call_that_could_pass_the_budget(workdir, server):
     pool_file(workdir, server)
     replies = [
-        "plan",
-        "```python\ndef add(a, b):\n    return a + b\n```",
-        "<verdict>REJECT</verdict>",
-        "plan",
-        "plan",
+        "plan", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>REJECT</verdict>",
+        "plan", "plan",
     ]
     server.responses += [openai_stream(text, tokens_in=300) for text in replies]
     # each call costs $0.0006; its worst case, (prompt bytes + 64) × $2/M + 100 × $8/M, grows
     # with the transcript from about $0.0014: the third call no longer fits
     result = trinity(
-        "solve",
-        "p.md",
-        "--pool",
-        "pool.toml",
-        "--weights",
-        "none",
-        "--budget-usd",
-        "0.0025",
-        "--json",
-        "-q",
+        "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--budget-usd", "0.0025",
+        "--json", "-q",
     )
     assert result.returncode == 5, result.stderr
     report = json.loads(result.stdout)
@@ -108,11 +91,8 @@ def test_a_reply_cut_mid_stream_settles_at_the_reservation():
     pool = [Agent("a0", ScriptedProvider([cut]), 100, Prices(1.0, 1.0))]
     budget = Budget(1.0)
     result = run_episode(
-        Problem("Write add.", "def add(a, b):\n"),
-        pool,
-        CountingCoordinator(),
-        ScriptedPolicy(((0, Role.WORKER),), n_agents=1),
-        budget=budget,
+        Problem("Write add.", "def add(a, b):\n"), pool, CountingCoordinator(),
+        ScriptedPolicy(((0, Role.WORKER),), n_agents=1), budget=budget,
     )
     assert result.verdict == "provider_error"
     reservation = pool[0].worst_case_usd(pool[0].provider.requests[0])
@@ -133,9 +113,7 @@ def test_a_settle_above_its_reservation_is_counted_and_the_first_refusal_stops_t
     with pytest.raises(BudgetExceeded):  # what would still fit is refused too: the run has stopped
         budget.reserve(0.01)
     assert budget.as_json() == {
-        "limit_usd": 1.0,
-        "spent_usd": pytest.approx(0.35),
-        "overruns": 1,
+        "limit_usd": 1.0, "spent_usd": pytest.approx(0.35), "overruns": 1,
         "overrun_usd": pytest.approx(0.2),
     }
 
@@ -156,14 +134,8 @@ class Ledger(Budget):
 
 def retrying_agent(server, **kw) -> Agent:
     spec = AgentSpec(
-        name="paid",
-        provider="openai",
-        model="m",
-        base_url=f"{server.url}/v1",
-        price_in=2.0,
-        price_out=8.0,
-        max_tokens=100,
-        **{"retries": 3, "timeout_s": 5.0, **kw},
+        name="paid", provider="openai", model="m", base_url=f"{server.url}/v1", price_in=2.0,
+        price_out=8.0, max_tokens=100, **{"retries": 3, "timeout_s": 5.0, **kw},
     )
     retrying = RetryingProvider(OpenAIProvider(spec), spec, sleep=lambda s: None)
     return Agent(spec.name, retrying, spec.max_tokens, Prices(spec.price_in, spec.price_out))
@@ -171,12 +143,8 @@ def retrying_agent(server, **kw) -> Agent:
 
 def one_worker_turn(agent: Agent, budget: Budget):
     return run_episode(
-        Problem("Write add.", "def add(a, b):\n"),
-        [agent],
-        CountingCoordinator(),
-        ScriptedPolicy(((0, Role.WORKER),), n_agents=1),
-        budget=budget,
-        max_turns=1,
+        Problem("Write add.", "def add(a, b):\n"), [agent], CountingCoordinator(),
+        ScriptedPolicy(((0, Role.WORKER),), n_agents=1), budget=budget, max_turns=1,
     )
 
 
@@ -195,8 +163,7 @@ def reservation_of(agent: Agent) -> float:
 
 def test_every_retried_attempt_reserves_and_errors_the_server_answered_cost_nothing(server):
     server.responses += [
-        http_error(500),
-        http_error(429, **{"retry-after": "0"}),
+        http_error(500), http_error(429, **{"retry-after": "0"}),
         openai_stream("ok", tokens_in=300),
     ]
     agent = retrying_agent(server)
@@ -228,17 +195,8 @@ def test_the_cli_warns_of_a_call_that_cost_more_than_it_reserved(workdir, server
     # $2 of prompt: far above the call's worst case
     server.responses.append(openai_stream("plan", tokens_in=1_000_000))
     result = trinity(
-        "solve",
-        "p.md",
-        "--pool",
-        "pool.toml",
-        "--weights",
-        "none",
-        "--budget-usd",
-        "5",
-        "--max-turns",
-        "1",
-        "--json",
+        "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--budget-usd", "5",
+        "--max-turns", "1", "--json",
     )
     assert result.returncode == 6, result.stderr
     budget = json.loads(result.stdout)["budget"]
@@ -252,32 +210,10 @@ def test_eval_under_a_budget_stops_with_the_rows_finished_so_far(workdir):
 
     from trinity_cli.tasks.taskset import load_humaneval
 
-    lines = [
-        json.dumps(
-            {
-                "task_id": t.task_id,
-                "prompt": t.prompt,
-                "entry_point": t.entry_point,
-                "test": t.test,
-                "canonical_solution": t.canonical_solution,
-                "tags": list(t.tags),
-            }
-        )
-        for t in load_humaneval()[:3]
-    ]
-    (workdir / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    write_tasks(workdir / "tasks.jsonl", load_humaneval()[:3], "tags")
     flags = [
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--weights",
-        "none",
-        "--split",
-        "all",
-        "--max-turns",
-        "1",
-        "--no-cache",
+        "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none", "--split", "all",
+        "--max-turns", "1", "--no-cache",
     ]
     whole = trinity("eval", *flags, "--json")
     assert whole.returncode == 0, whole.stderr

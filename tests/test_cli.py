@@ -19,6 +19,7 @@ from support.cli import (
     every_command,
     trinity,
 )
+from support.tasks import write_tasks
 
 
 @pytest.fixture()
@@ -80,23 +81,14 @@ def test_solve_a_problem_file_streams_turns_and_prints_only_the_answer(fast_pool
 def test_solve_reads_stdin(fast_pool, how):
     if how == "redirect":
         result = trinity(
-            "solve",
-            "-",
-            "--pool",
-            str(fast_pool),
-            "--max-turns",
-            "1",
-            "--json",
+            "solve", "-", "--pool", str(fast_pool), "--max-turns", "1", "--json",
             stdin=PROBLEM.read_text(),
         )
     else:
         result = subprocess.run(
-            f"cat {PROBLEM} | {TRINITY} solve --pool {fast_pool} --max-turns 1 --json",  # a pipe needs no argument
-            shell=True,
-            capture_output=True,
-            check=False,
-            text=True,
-            timeout=300,
+            # a pipe needs no argument
+            f"cat {PROBLEM} | {TRINITY} solve --pool {fast_pool} --max-turns 1 --json", shell=True,
+            capture_output=True, check=False, text=True, timeout=300,
         )
     assert result.returncode in (0, 6), result.stderr
     assert json.loads(result.stdout)["turns"][0]["turn"] == 1
@@ -126,11 +118,7 @@ def test_json_carries_agent_and_role_for_every_turn(fast_pool):
         assert set(turn["role_probs"]) == {"thinker", "worker", "verifier"}
         assert abs(sum(turn["role_probs"].values()) - 1) < 1e-4
         for key in (
-            "tokens_in",
-            "tokens_out",
-            "usd",
-            "seconds",
-            "coordinator_seconds",
+            "tokens_in", "tokens_out", "usd", "seconds", "coordinator_seconds",
             "coordinator_tokens",
         ):
             assert isinstance(turn[key], (int, float)), key
@@ -154,14 +142,7 @@ def test_jsonl_streams_events_and_ends_with_the_final_object(fast_pool):
 
 def test_fallback_pipeline_with_weights_none(fast_pool):
     result = trinity(
-        "solve",
-        str(PROBLEM),
-        "--pool",
-        str(fast_pool),
-        "--weights",
-        "none",
-        "--max-turns",
-        "2",
+        "solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "none", "--max-turns", "2",
         "--json",
     )
     data = json.loads(result.stdout)
@@ -211,28 +192,25 @@ def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
     (workdir / "bad.npz").write_bytes(b"garbage")  # metadata that fits, arrays that do not load
     (workdir / "bad.json").write_text(shipped.with_suffix(".json").read_text())
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"),
-        3,
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
         "cannot be read",
     )
     (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"),
-        3,
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
         "do not fit this run",
     )
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"),
-        3,
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "nope.npz"), 3,
         "no head of that name",
     )
     (workdir / "one.toml").write_text(
         '[[agents]]\nname="solo"\nprovider="local"\nmodel="embedded"\n'
     )
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)),
-        3,
-        "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [solo=local:embedded]",
+        trinity("solve", str(PROBLEM), "--pool", "one.toml", "--weights", str(shipped)), 3,
+        "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], "
+        "this run has [solo=local:embedded]",
     )
 
 
@@ -241,13 +219,11 @@ def test_offline_refuses_remote_agents_and_missing_keys_exit_3(workdir):
         '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="gpt-4o-mini"\n'
     )
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--offline"),
-        3,
+        trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--offline"), 3,
         "--offline: agents gpt",
     )
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--weights", "none"),
-        3,
+        trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--weights", "none"), 3,
         "set OPENAI_API_KEY",
     )
 
@@ -287,38 +263,11 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     from trinity_cli.tasks.taskset import load_humaneval
 
     tasks = load_humaneval()[:14]
-    lines = [
-        json.dumps(
-            {
-                "task_id": t.task_id,
-                "prompt": t.prompt,
-                "entry_point": t.entry_point,
-                "test": t.test,
-                "canonical_solution": t.canonical_solution,
-                "tags": list(t.tags),
-            }
-        )
-        for t in tasks
-    ]
-    (workdir / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    write_tasks(workdir / "tasks.jsonl", tasks, "tags")
     flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1"]
     result = trinity(
-        "train",
-        *flags,
-        "--out",
-        "head.npz",
-        "--generations",
-        "2",
-        "--popsize",
-        "4",
-        "--batch-size",
-        "4",
-        "--project",
-        "4",
-        "--sigma0",
-        "0.3",
-        "--folds",
-        "2",
+        "train", *flags, "--out", "head.npz", "--generations", "2", "--popsize", "4",
+        "--batch-size", "4", "--project", "4", "--sigma0", "0.3", "--folds", "2",
     )
     assert result.returncode == 0, result.stderr
     assert "gen 2/2" in result.stderr and "coordinator passes saved by the memo" in result.stderr
@@ -336,8 +285,7 @@ def test_train_then_eval_on_a_small_task_file(workdir):
         and training["validation"]["tasks"] == training["n_tasks"] == 10
     )
     assert set(training["starts"]) == {
-        "best-fixed",
-        "routed",
+        "best-fixed", "routed",
     }  # --imitate auto: both cross-validated, ...
     chosen = max(training["starts"], key=lambda name: training["starts"][name]["head_fitness"])
     assert training["imitate"] == chosen  # ... the better held-out head's start trained
@@ -381,12 +329,7 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     assert report["max_turns"] == 1  # the head's, as trained
     for row in report["rows"]:
         assert set(row) == {
-            "policy",
-            "pass_at_1",
-            "ci95",
-            "expected_pass_at_1",
-            "usd_per_task",
-            "mean_turns",
+            "policy", "pass_at_1", "ci95", "expected_pass_at_1", "usd_per_task", "mean_turns",
         }
         assert 0 <= row["ci95"][0] <= row["pass_at_1"] <= row["ci95"][1] <= 1
         if (
@@ -399,8 +342,7 @@ def test_train_then_eval_on_a_small_task_file(workdir):
 def test_train_with_a_malformed_task_file_exits_2(workdir):
     (workdir / "bad.jsonl").write_text('{"task_id": "x"}\n')
     assert_clean_failure(
-        trinity("train", "--tasks", "bad.jsonl", "--pool", str(SIM_POOL), "--out", "h.npz"),
-        2,
+        trinity("train", "--tasks", "bad.jsonl", "--pool", str(SIM_POOL), "--out", "h.npz"), 2,
         "bad.jsonl:1: field 'prompt' is missing",
     )
 
@@ -444,7 +386,10 @@ def test_bench_peak_rss_is_the_measured_process_alone():
     parent's image) nor an earlier, larger child may leak into the figure."""
     from trinity_cli.bench.measure import peak_rss_mb
 
-    allocate = "import sys; block = bytearray(int(sys.argv[1]) * 2**20); block[::4096] = b'x' * len(block[::4096])"
+    allocate = (
+        "import sys; block = bytearray(int(sys.argv[1]) * 2**20); "
+        "block[::4096] = b'x' * len(block[::4096])"
+    )
     ballast = bytearray(400 * 2**20)
     ballast[::4096] = b"x" * len(ballast[::4096])  # this process now holds 400 MB
     big = peak_rss_mb([sys.executable, "-c", allocate, "300"])

@@ -91,23 +91,17 @@ def test_the_worker_is_told_to_write_a_program_or_to_complete_the_starter_code()
 
 GOOD = json.dumps(
     {
-        "task_id": "ok",
-        "prompt": "p",
-        "visible_tests": [],
+        "task_id": "ok", "prompt": "p", "visible_tests": [],
         "tests": [{"input": "1\n", "output": "1\n"}],
     }
 )
 LCB_LINE = {
-    "question_id": "q",
-    "question_content": "c",
-    "starter_code": "",
-    "metadata": "{}",
+    "question_id": "q", "question_content": "c", "starter_code": "", "metadata": "{}",
     "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}]),
     "private_test_cases": "[]",
 }
 FUNCTIONAL_LINE = {
-    **LCB_LINE,
-    "metadata": json.dumps({"func_name": "f"}),
+    **LCB_LINE, "metadata": json.dumps({"func_name": "f"}),
     "public_test_cases": json.dumps([{"input": "1\n2", "output": "3", "testtype": "functional"}]),
 }
 
@@ -189,11 +183,7 @@ FUNCTIONAL_LINE = {
         ),
         (
             {
-                "task_id": "p",
-                "prompt": "p",
-                "visible_tests": [],
-                "tests": [],
-                "func_name": "f",
+                "task_id": "p", "prompt": "p", "visible_tests": [], "tests": [], "func_name": "f",
                 "tolerance": 0.1,
             },
             "'tolerance' applies to stdin tests only",
@@ -236,20 +226,12 @@ def test_a_pickle_naming_a_global_is_refused_and_nothing_in_it_runs(workdir, cal
         json.dumps({**LCB_LINE, "private_test_cases": planted}) + "\n"
     )
     result = trinity(
-        "eval",
-        "--tasks",
-        "lcb.jsonl",
-        "--weights",
-        "none",
-        "--pool",
-        "ldb-humaneval",
-        "--no-log",
+        "eval", "--tasks", "lcb.jsonl", "--weights", "none", "--pool", "ldb-humaneval", "--no-log",
         cwd=workdir,
     )
     opcode = "GLOBAL" if protocol == 0 else "STACK_GLOBAL"
     assert_clean_failure(
-        result,
-        2,
+        result, 2,
         f"lcb.jsonl:1: private_test_cases is neither a JSON list nor LiveCodeBench's "
         f"compressed pickle of one: the pickle holds opcode {opcode}, not just a string",
     )
@@ -273,15 +255,26 @@ def test_a_right_program_passes_every_case_and_a_wrong_one_fails(name):
 
 
 FORGED = {
-    "prints a guessed pass line, exits 0": "import os\nclass Solution:\n    def countPeaks(self, heights):\n"
-    "        print('0' * 32 + ' 5/5')\n        os._exit(0)\n",
-    "exits 0 at import": "import sys\nclass Solution:\n    def countPeaks(self, heights):\n        return 0\nsys.exit(0)\n",
-    "equal to anything": "class Any:\n    def __eq__(self, other):\n        return True\n\n"
-    "class Solution:\n    def countPeaks(self, heights):\n        return Any()\n",
-    "an int equal to anything": "class Any(int):\n    def __eq__(self, other):\n        return True\n\n"
-    "class Solution:\n    def countPeaks(self, heights):\n        return Any(0)\n",
-    "patches json": "import json\njson.loads = lambda text: 0\nclass Solution:\n"
-    "    def countPeaks(self, heights):\n        return 0\n",
+    "prints a guessed pass line, exits 0": (
+        "import os\nclass Solution:\n    def countPeaks(self, heights):\n"
+        "        print('0' * 32 + ' 5/5')\n        os._exit(0)\n"
+    ),
+    "exits 0 at import": (
+        "import sys\nclass Solution:\n    def countPeaks(self, heights):\n"
+        "        return 0\nsys.exit(0)\n"
+    ),
+    "equal to anything": (
+        "class Any:\n    def __eq__(self, other):\n        return True\n\n"
+        "class Solution:\n    def countPeaks(self, heights):\n        return Any()\n"
+    ),
+    "an int equal to anything": (
+        "class Any(int):\n    def __eq__(self, other):\n        return True\n\n"
+        "class Solution:\n    def countPeaks(self, heights):\n        return Any(0)\n"
+    ),
+    "patches json": (
+        "import json\njson.loads = lambda text: 0\nclass Solution:\n"
+        "    def countPeaks(self, heights):\n        return 0\n"
+    ),
 }
 
 
@@ -292,7 +285,8 @@ def test_a_functional_answer_cannot_forge_a_pass(name):
     assert run_check(
         task,
         "class Solution:\n    def countPeaks(self, heights):\n        return sum(\n"
-        "            heights[i - 1] < heights[i] > heights[i + 1] for i in range(1, len(heights) - 1))\n",
+        "            heights[i - 1] < heights[i] > heights[i + 1] "
+        "for i in range(1, len(heights) - 1))\n",
     )
 
 
@@ -300,7 +294,8 @@ def test_a_function_without_solution_is_called_and_a_missing_one_fails():
     task = BY_NAME["shift_word"]
     assert run_check(
         task,
-        "def shiftWord(word, k):\n    return ''.join(chr((ord(c) - 97 + k) % 26 + 97) for c in word)\n",
+        "def shiftWord(word, k):\n"
+        "    return ''.join(chr((ord(c) - 97 + k) % 26 + 97) for c in word)\n",
     )
     missing = grade("x = 1\n", task_tests(task), task_prelude(task))
     assert not missing.passed and "neither a class Solution nor 'shiftWord'" in missing.output
@@ -308,15 +303,13 @@ def test_a_function_without_solution_is_called_and_a_missing_one_fails():
 
 def test_a_replay_verifier_runs_the_public_cases_and_the_grade_runs_them_all(tmp_path):
     task, wrong = (
-        BY_NAME["running_balance"],
-        program("running_balance", "wrong"),
+        BY_NAME["running_balance"], program("running_balance", "wrong"),
     )  # wrong on private cases only
     assert visible_test_verdict(task, wrong).endswith("<verdict>ACCEPT</verdict>")
     assert "passes the task's 2 public tests" in visible_test_verdict(task, wrong)
     assert not run_check(task, wrong)
     grader, public_only = (
-        Grader(tmp_path / "grades.sqlite"),
-        replace(task, cases=replace(task.cases, private=())),
+        Grader(tmp_path / "grades.sqlite"), replace(task, cases=replace(task.cases, private=())),
     )
     assert grader.passes(public_only, wrong) and not grader.passes(
         task, wrong
@@ -348,7 +341,8 @@ def recorded(tmp_path_factory) -> Path:
     (workdir / "rec.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     (workdir / "pool.toml").write_text(
         "".join(
-            f'[[agents]]\nname = "{name}"\nprovider = "replay"\nrecord = "rec.jsonl"\nmodel = "{name}"\n'
+            f'[[agents]]\nname = "{name}"\nprovider = "replay"\n'
+            f'record = "rec.jsonl"\nmodel = "{name}"\n'
             f"price_in = {price}\nprice_out = {price}\n\n"
             for name, price in (("right", 10.0), ("half", 0.5), ("mixed", 1.0))
         )
@@ -360,22 +354,8 @@ def recorded(tmp_path_factory) -> Path:
 
 def test_eval_runs_on_a_livecodebench_file(recorded):
     result = trinity(
-        "eval",
-        "--tasks",
-        str(LCB),
-        "--split",
-        "all",
-        "--limit",
-        "5",
-        "--pool",
-        "pool.toml",
-        "--weights",
-        "none",
-        "--baselines",
-        "single",
-        "--json",
-        "--no-log",
-        cwd=recorded,
+        "eval", "--tasks", str(LCB), "--split", "all", "--limit", "5", "--pool", "pool.toml",
+        "--weights", "none", "--baselines", "single", "--json", "--no-log", cwd=recorded,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -393,26 +373,9 @@ def test_eval_runs_on_a_livecodebench_file(recorded):
 
 def test_train_runs_a_generation_on_a_livecodebench_file(recorded):
     result = trinity(
-        "train",
-        "--tasks",
-        "three.jsonl",
-        "--pool",
-        "pool.toml",
-        "--out",
-        "head.npz",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--folds",
-        "0",
-        "--project",
-        "2",
-        "--max-turns",
-        "3",
-        "--no-log",
-        "-q",
-        cwd=recorded,
+        "train", "--tasks", "three.jsonl", "--pool", "pool.toml", "--out", "head.npz",
+        "--generations", "1", "--popsize", "2", "--folds", "0", "--project", "2", "--max-turns",
+        "3", "--no-log", "-q", cwd=recorded,
     )
     assert result.returncode == 0, result.stderr
     meta = json.loads((recorded / "head.json").read_text())

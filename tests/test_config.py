@@ -41,15 +41,10 @@ def test_a_good_pool_with_defaults_merged():
     gpt, ollama = pool.agents
     assert pool.names == ("gpt", "ollama")
     assert (gpt.max_tokens, gpt.price_in, gpt.price_out, gpt.api_key_env) == (
-        256,
-        1.0,
-        2.0,
-        "MY_KEY",
+        256, 1.0, 2.0, "MY_KEY",
     )
     assert (ollama.price_in, ollama.stop, ollama.base_url) == (
-        0.0,
-        ("###",),
-        "http://127.0.0.1:11434/v1",
+        0.0, ("###",), "http://127.0.0.1:11434/v1",
     )
     assert pool.coordinator.n_ctx == 4096
 
@@ -78,6 +73,7 @@ def test_token_param_defaults_by_endpoint_and_can_be_forced():
         ),
         ('[[agents]]\nname="a"\nprovider="openai"', "agents[1].model is required"),
         (
+            
             '[[agents]]\nname="a"\nprovider="openai"\nmodel="m"\n[[agents]]\nname="a"\nprovider="openai"\nmodel="n"',
             "duplicate agent name 'a'",
         ),
@@ -95,7 +91,10 @@ def test_token_param_defaults_by_endpoint_and_can_be_forced():
         ),
         (
             '[[agents]]\nname="a"\nprovider="openai"\nmodel="o3"\ntoken_param="max_output_tokens"',
-            'agents[a].token_param is \'max_output_tokens\'; use "max_completion_tokens" or "max_tokens"',
+            (
+                "agents[a].token_param is 'max_output_tokens'; "
+                'use "max_completion_tokens" or "max_tokens"'
+            ),
         ),
         (
             '[[agents]]\nname="a"\nprovider="anthropic"\nmodel="m"\ntoken_param="max_tokens"',
@@ -110,11 +109,11 @@ def test_token_param_defaults_by_endpoint_and_can_be_forced():
             "max_token (did you mean agents[1].max_tokens?",
         ),
         (
+            
             '[coordinator]\ntoken_position=2\n[[agents]]\nname="a"\nprovider="local"\nmodel="embedded"',
             "token_position",
         ),
-        ("title = 'x'", "unknown key title"),
-        ("", "no agents"),
+        ("title = 'x'", "unknown key title"), ("", "no agents"),
     ],
 )
 def test_bad_pools_fail_with_one_line_naming_file_and_key(text, fragment):

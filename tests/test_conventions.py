@@ -5,7 +5,6 @@ Each runs the installed `trinity` as a user (or their shell) does.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import PROBLEM, SIM_POOL, TRINITY, assert_clean_failure, trinity
+from support.tasks import write_tasks
 from support.wire.server import WireServer
 
 from trinity_cli.tasks.taskset import load_humaneval, select_split
@@ -26,12 +26,8 @@ def in_bash(script: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`script` run by bash, so that completion detects the shell it runs in (the trailing
     `exit` keeps bash from exec'ing the last command in its own place)."""
     return subprocess.run(
-        ["bash", "-c", f"{script}; exit $?"],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=60,
-        env={**os.environ, "TRINITY": TRINITY, **env},
+        ["bash", "-c", f"{script}; exit $?"], capture_output=True, check=False, text=True,
+        timeout=60, env={**os.environ, "TRINITY": TRINITY, **env},
     )
 
 
@@ -57,8 +53,7 @@ def test_install_completion_writes_into_home_and_completes_commands(tmp_path):
     # what bash does on `trinity so<TAB>` once the installed script is sourced
     completed = in_bash(
         f"source '{script}'; COMP_WORDS=(trinity so); COMP_CWORD=1; "
-        '_trinity_completion "$TRINITY"; printf "%s\\n" "${COMPREPLY[@]}"',
-        HOME=str(home),
+        '_trinity_completion "$TRINITY"; printf "%s\\n" "${COMPREPLY[@]}"', HOME=str(home),
     )
     assert completed.stdout.split() == ["solve"], completed.stderr
 
@@ -71,21 +66,10 @@ def solve_stderr(**env: str) -> subprocess.CompletedProcess[str]:
     }
     return subprocess.run(
         [
-            TRINITY,
-            "solve",
-            str(PROBLEM),
-            "--pool",
-            str(SIM_POOL),
-            "--weights",
-            "none",
-            "--max-turns",
-            "1",
+            TRINITY, "solve", str(PROBLEM), "--pool", str(SIM_POOL), "--weights", "none",
+            "--max-turns", "1",
         ],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=120,
-        env={**base, **env},
+        capture_output=True, check=False, text=True, timeout=120, env={**base, **env},
     )
 
 
@@ -101,7 +85,10 @@ def test_no_color_wins_over_forced_colour(workdir):
     assert "turn  1" in terminal.stderr and not SGR.search(terminal.stderr), terminal.stderr
 
 
-REMOTE_POOL = '[[agents]]\nname = "gpt"\nprovider = "openai"\nmodel = "gpt-4o-mini"\napi_key_env = "DUMMY_KEY"\n'
+REMOTE_POOL = (
+    '[[agents]]\nname = "gpt"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+    'api_key_env = "DUMMY_KEY"\n'
+)
 
 
 @pytest.mark.parametrize("command", [["train", "--out", "h.npz"], ["eval", "--weights", "none"]])
@@ -117,39 +104,14 @@ def test_offline_train_and_eval_refuse_remote_agents(workdir, command, monkeypat
 def task_file(workdir: Path) -> Path:
     from trinity_cli.tasks.taskset import load_humaneval
 
-    lines = [
-        json.dumps(
-            {
-                "task_id": t.task_id,
-                "prompt": t.prompt,
-                "entry_point": t.entry_point,
-                "test": t.test,
-                "canonical_solution": t.canonical_solution,
-            }
-        )
-        for t in load_humaneval()[:14]
-    ]
-    path = workdir / "tasks.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = write_tasks(workdir / "tasks.jsonl", load_humaneval()[:14])
     return path
 
 
 def dry_run(*flags: str) -> dict[str, str]:
     result = trinity(
-        "train",
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        "pool.toml",
-        "--out",
-        "head.npz",
-        "--dry-run",
-        "--batch-size",
-        "4",
-        "--max-turns",
-        "2",
-        *flags,
-        timeout=60,
+        "train", "--tasks", "tasks.jsonl", "--pool", "pool.toml", "--out", "head.npz", "--dry-run",
+        "--batch-size", "4", "--max-turns", "2", *flags, timeout=60,
     )
     assert result.returncode == 0, result.stderr
     return dict(line.split(": ", 1) for line in result.stdout.splitlines())
@@ -164,8 +126,10 @@ def test_train_dry_run_counts_and_bounds_the_run_without_calling_or_writing(work
     try:
         # the coordinator GGUF does not exist: loading it would fail the run
         (workdir / "pool.toml").write_text(
-            f'[coordinator]\nmodel = "/no/such.gguf"\n[[agents]]\nname = "srv"\nprovider = "openai"\nmodel = "m"\n'
-            f'base_url = "{server.url}/v1"\nprice_in = 1.0\nprice_out = 2.0\nmax_tokens = 100\nretries = 0\n'
+            '[coordinator]\nmodel = "/no/such.gguf"\n'
+            '[[agents]]\nname = "srv"\nprovider = "openai"\nmodel = "m"\n'
+            f'base_url = "{server.url}/v1"\nprice_in = 1.0\nprice_out = 2.0\n'
+            "max_tokens = 100\nretries = 0\n"
         )
         before = sorted(workdir.iterdir())
         n = len(select_split(load_humaneval()[:14], "train"))

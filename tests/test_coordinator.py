@@ -136,11 +136,9 @@ def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(
     try:
         for length, evaluated in [
             (
-                wrap_at,
-                wrap_at - 1200 + cue,
+                wrap_at, wrap_at - 1200 + cue,
             ),  # the transcript goes into the cache, the cue into the copy
-            (wrap_at + 9, 9 + cue),
-            (wrap_at + 200, 191 + cue),
+            (wrap_at + 9, 9 + cue), (wrap_at + 200, 191 + cue),
             (wrap_at + 100, cue),  # a drop inside the ring
             (wrap_at + 2, wrap_at + 2 + cue),  # the drop would wrap around the ring's end: cleared
             (wrap_at + 202, 200 + cue),
@@ -188,7 +186,10 @@ def test_graph_readout_equals_embeddings_mode_bit_for_bit(coordinator, gguf_path
 STREAMED_REPLY = (
     "```python\ndef is_prime(n):\n    if n < 2:\n        return False\n"
     + (
-        "    for d in range(2, int(n ** 0.5) + 1):\n        if n % d == 0:\n            return False\n"
+        (
+            "    for d in range(2, int(n ** 0.5) + 1):\n"
+            "        if n % d == 0:\n            return False\n"
+        )
         * 6
     )
     + "    return True\n```"
@@ -203,7 +204,8 @@ def random_pieces(text: str, seed: int) -> list[str]:
 
 
 def tail_budget(coordinator, turn: int) -> int:
-    """What the encode after a fully prefilled turn may evaluate: held-back tokens, end tag (tf1), cue."""
+    """What the encode after a fully prefilled turn may evaluate: held-back tokens, end tag (tf1),
+    cue."""
     from trinity_cli.coordinator.llama import MIN_EXACT_BATCH, STREAM_HOLD_BACK
     from trinity_cli.core.transcript import FORMATS
 
@@ -296,7 +298,8 @@ def test_stream_turn_encodes_the_reply_on_a_background_thread(coordinator):
 
 
 def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
-    """Through the real OpenAI SDK: the decision after a slowly streamed reply evaluates its tail only."""
+    """Through the real OpenAI SDK: the decision after a slowly streamed reply evaluates its tail
+    only."""
     from support.scripted import ScriptedPolicy
     from support.wire.server import WireServer, openai_stream
 
@@ -315,11 +318,8 @@ def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
         assert agents[0].remote
         coordinator.reset()
         result = run_episode(
-            Problem("Write `is_prime(n)`.\n"),
-            agents,
-            coordinator,
-            ScriptedPolicy(((0, Role.WORKER), (0, Role.VERIFIER)), n_agents=1),
-            max_turns=2,
+            Problem("Write `is_prime(n)`.\n"), agents, coordinator,
+            ScriptedPolicy(((0, Role.WORKER), (0, Role.VERIFIER)), n_agents=1), max_turns=2,
         )
     finally:
         server.close()
@@ -328,8 +328,7 @@ def test_a_remote_agents_reply_is_encoded_while_it_streams(coordinator):
         coordinator.tokenize(
             Transcript(Problem("x"))
             .with_turn(Turn("agent1", Role.WORKER, STREAMED_REPLY))
-            .coordinator_segments()[1],
-            bos=False,
+            .coordinator_segments()[1], bos=False,
         )
     )
     after_stream = result.turns[1].decision.coordinator_tokens
@@ -407,10 +406,7 @@ def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(
     again.encode(transcript)
     assert (first.misses, again.misses, again.hits) == (1, 0, 1)
     for key, other in [
-        ("llama_cpp", "0.0.1"),
-        ("cpu_features", "AVX512F"),
-        ("n_batch", 512),
-        ("swa_ring", 0),
+        ("llama_cpp", "0.0.1"), ("cpu_features", "AVX512F"), ("n_batch", 512), ("swa_ring", 0),
         ("flash_attention", True),
     ]:
         monkeypatch.setattr(coordinator, "numerics", {**coordinator.numerics, key: other})

@@ -4,7 +4,6 @@ same head as an uninterrupted run with the same seed and caches."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import random
 import re
@@ -14,6 +13,7 @@ import time
 
 import numpy as np
 from support.cli import SIM_POOL, TRINITY
+from support.tasks import write_tasks
 
 from trinity_cli.tasks.taskset import load_humaneval
 
@@ -25,44 +25,11 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
     the middle); the uninterrupted run then uses the caches they filled."""
     monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
     tasks = load_humaneval()[:16]
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "tags": list(t.tags),
-                }
-            )
-            + "\n"
-            for t in tasks
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", tasks, "tags")
     flags = [
-        "train",
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--max-turns",
-        "2",
-        "--generations",
-        str(GENERATIONS),
-        "--popsize",
-        "4",
-        "--batch-size",
-        "4",
-        "--project",
-        "4",
-        "--sigma0",
-        "1.0",
-        "--seed",
-        "3",
-        "--folds",
-        "0",
+        "train", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "2",
+        "--generations", str(GENERATIONS), "--popsize", "4", "--batch-size", "4", "--project", "4",
+        "--sigma0", "1.0", "--seed", "3", "--folds", "0",
     ]
     rng = random.Random(11)
     checkpoint = workdir / "killed.ckpt"
@@ -70,10 +37,8 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
     for _ in range(30):
         resume = ["--resume"] if checkpoint.exists() else []
         proc = subprocess.Popen(
-            [TRINITY, *flags, "--out", "killed.npz", *resume],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            [TRINITY, *flags, "--out", "killed.npz", *resume], stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
         )
         time.sleep(rng.uniform(2.0, 6.0))
         if proc.poll() is not None:  # it finished before the kill
@@ -92,10 +57,7 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
         kills >= 3 and resumed >= 1 and last_generation >= 1 and (workdir / "killed.npz").exists()
     )
     whole = subprocess.run(
-        [TRINITY, *flags, "--out", "whole.npz"],
-        capture_output=True,
-        check=False,
-        text=True,
+        [TRINITY, *flags, "--out", "whole.npz"], capture_output=True, check=False, text=True,
         timeout=600,
     )
     assert whole.returncode == 0, whole.stderr

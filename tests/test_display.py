@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import FAST_POOL, PROBLEM, TRINITY, trinity
+from support.tasks import write_tasks
 from support.wire.server import WireServer, openai_stream
 
 KEY = "sk-planted-0123456789abcdef"
@@ -33,11 +34,7 @@ def on_a_terminal(
     with the time each arrived, stdout, exit code."""
     master, slave = os.openpty()
     proc = subprocess.Popen(
-        [TRINITY, *args],
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
+        [TRINITY, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, cwd=cwd,
         env={**os.environ, "TERM": "xterm", "COLUMNS": "120", **env},
     )
     os.close(slave)
@@ -89,18 +86,10 @@ def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(
 ):
     chunks, stdout, code = on_a_terminal(
         [
-            "solve",
-            "p.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "1",
+            "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1",
             "--no-log",
         ],
-        workdir,
-        {"OPENAI_API_KEY": KEY},
+        workdir, {"OPENAI_API_KEY": KEY},
     )
     terminal = b"".join(data for _, data in chunks)
     assert code == 6, terminal.decode(
@@ -108,8 +97,7 @@ def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(
     )  # one Worker turn: the turn limit, an answer
     assert stdout == "def add(a: int, b: int) -> int:\n    return a + b\n"  # the answer alone
     early, late = (
-        first_seen(chunks, b"read the problem closely"),
-        first_seen(chunks, b"That is all."),
+        first_seen(chunks, b"read the problem closely"), first_seen(chunks, b"That is all."),
     )
     finished = first_seen(chunks, b"tok ")  # the turn's permanent line: "12→34 tok"
     assert early is not None and late is not None and finished is not None, terminal.decode(
@@ -134,27 +122,16 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
         (workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', "")
     )
     master, slave = os.openpty()
-    previous = signal.signal(
-        signal.SIGINT, signal.default_int_handler
-    )  # a child of a suite run in the background
-    try:  # would inherit SIGINT ignored (test_bad_inputs' Ctrl-C test says why); a handled one resets to default
+    # a child of a suite run in the background would inherit SIGINT ignored (test_bad_inputs'
+    # Ctrl-C test says why); a handled one resets to default
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
         proc = subprocess.Popen(
             [
-                TRINITY,
-                "solve",
-                "p.md",
-                "--pool",
-                "pool.toml",
-                "--weights",
-                "none",
-                "--max-turns",
-                "3",
-                "--json",
+                TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns",
+                "3", "--json",
             ],
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            stdin=subprocess.DEVNULL,
-            cwd=workdir,
+            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, cwd=workdir,
             env={**os.environ, "TERM": "xterm", "COLUMNS": "120", "OPENAI_API_KEY": KEY},
         )
     finally:
@@ -192,24 +169,10 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
 def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, streaming_server):
     result = subprocess.run(
         [
-            TRINITY,
-            "solve",
-            "p.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "1",
-            "--no-log",
-            "-v",
-            "--json",
+            TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns",
+            "1", "--no-log", "-v", "--json",
         ],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=workdir,
-        timeout=300,
+        check=False, capture_output=True, text=True, cwd=workdir, timeout=300,
         env={**os.environ, "OPENAI_API_KEY": KEY},
     )
     assert result.returncode == 6, result.stderr
@@ -224,8 +187,7 @@ def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
     (workdir / "fast.toml").write_text(FAST_POOL.replace("max_tokens = 12", "max_tokens = 96"))
     chunks, stdout, code = on_a_terminal(
         ["solve", str(PROBLEM), "--pool", "fast.toml", "--max-turns", "1", "--no-log", "--json"],
-        workdir,
-        {},
+        workdir, {},
     )
     turn = json.loads(stdout)["turns"][0]
     first = next(line.strip() for line in turn["text"].splitlines() if len(line.strip()) >= 12)[:12]
@@ -244,38 +206,10 @@ def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
 
     from trinity_cli.tasks.taskset import load_humaneval
 
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "tags": list(t.tags),
-                }
-            )
-            + "\n"
-            for t in load_humaneval()[:3]
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", load_humaneval()[:3], "tags")
     args = [
-        "eval",
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--weights",
-        "none",
-        "--split",
-        "all",
-        "--max-turns",
-        "1",
-        "--baselines",
-        "single",
-        "--no-log",
-        "--json",
+        "eval", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none", "--split",
+        "all", "--max-turns", "1", "--baselines", "single", "--no-log", "--json",
     ]
     chunks, stdout, code = on_a_terminal(args, workdir, {})
     assert code == 0 and json.loads(stdout)["tasks"] == 3
@@ -291,15 +225,7 @@ def test_a_closed_stderr_silences_the_display_and_a_closed_stdout_exits_141(
 ):
     streaming_server.responses.append(openai_stream(REPLY))
     args = [
-        TRINITY,
-        "solve",
-        "p.md",
-        "--pool",
-        "pool.toml",
-        "--weights",
-        "none",
-        "--max-turns",
-        "1",
+        TRINITY, "solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "1",
         "--no-log",
     ]
     reader = subprocess.Popen(

@@ -39,9 +39,7 @@ def test_accept_ends_the_episode_with_the_latest_worker_answer():
     assert [r.verdict for r in result.turns] == [None, None, "accept"]
     assert len(coordinator.seen) == 3
     assert [len(t.turns) for t in coordinator.seen] == [
-        0,
-        1,
-        2,
+        0, 1, 2,
     ]  # each decision sees the turns so far
     kinds = [type(e) for e in events]
     assert (
@@ -117,11 +115,7 @@ def test_budget_refuses_a_call_that_could_exceed_it():
     pool = agents([CODE, CODE, CODE], prices=prices, price_per_call=0.0004)
     budget = Budget(0.0006)
     result = run_episode(
-        PROBLEM,
-        pool,
-        CountingCoordinator(),
-        ScriptedPolicy(((0, W),) * 3),
-        budget=budget,
+        PROBLEM, pool, CountingCoordinator(), ScriptedPolicy(((0, W),) * 3), budget=budget,
         max_turns=3,
     )
     assert result.verdict == "budget"
@@ -133,11 +127,7 @@ def test_pipeline_fallback_needs_no_coordinator_and_moves_to_the_next_agent_on_r
     pool = agents(["plan", CODE, "<verdict>REJECT</verdict>"], ["plan 2", CODE])
     result = run_episode(PROBLEM, pool, None, PipelinePolicy(2), max_turns=5)
     assert [(r.decision.agent, r.decision.role) for r in result.turns] == [
-        ("a0", T),
-        ("a0", W),
-        ("a0", V),
-        ("a1", T),
-        ("a1", W),
+        ("a0", T), ("a0", W), ("a0", V), ("a1", T), ("a1", W),
     ]
 
 

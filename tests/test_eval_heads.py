@@ -9,6 +9,7 @@ import json
 import shutil
 
 from support.cli import EXAMPLES, trinity
+from support.tasks import write_tasks
 
 from trinity_cli.heads.files import shipped_dir
 
@@ -27,34 +28,12 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     from trinity_cli.tasks.taskset import load_humaneval
 
     tasks = load_humaneval()[:8]
-    (workdir / "t.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "tags": list(t.tags),
-                }
-            )
-            + "\n"
-            for t in tasks
-        )
-    )
+    write_tasks(workdir / "t.jsonl", tasks, "tags")
     (workdir / "heads").mkdir()
     head_copy(workdir / "heads" / "w0.npz", 0.0)
     head_copy(workdir / "heads" / "w3.npz", 3.0)
     flags = [
-        "--tasks",
-        "t.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--split",
-        "all",
-        "--max-turns",
-        "1",
+        "--tasks", "t.jsonl", "--pool", str(SIM_POOL), "--split", "all", "--max-turns", "1",
         "--json",
     ]
     result = trinity("eval", *flags, "--weights", "heads/w0.npz,heads/w3.npz", "--out-dir", "out")
@@ -68,8 +47,7 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     )
     assert set(report["paired_margin_se"]) == {"vs_best_single", "vs_random", "vs_cascade"}
     assert [(c["head"], c["cost_weight"]) for c in report["curve"]] == [
-        ("trained:w0", 0.0),
-        ("trained:w3", 3.0),
+        ("trained:w0", 0.0), ("trained:w3", 3.0),
     ]
     same = report["rows"][0]
     assert (
@@ -79,8 +57,7 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     with (workdir / "out" / "eval-curve.csv").open() as handle:
         table = list(csv.DictReader(handle))
     assert [(r["policy"], r["kind"]) for r in table][:2] == [
-        ("trained:w0", "head"),
-        ("trained:w3", "head"),
+        ("trained:w0", "head"), ("trained:w3", "head"),
     ]
     assert {r["kind"] for r in table[2:]} == {"baseline"} and len(table) == len(report["rows"])
     assert (workdir / "out" / "eval-curve.png").exists() == (

@@ -29,10 +29,9 @@ LDB_SEEDS = (
 )
 
 TASK = Task(
-    "t/half",
-    'def half(x):\n    """x / 2"""\n',
-    "half",
-    "def check(candidate):\n    assert abs(candidate(3.0) - 1.5) < 1e-9\n    assert isinstance(candidate(2.0), float)\n",
+    "t/half", 'def half(x):\n    """x / 2"""\n', "half",
+    "def check(candidate):\n    assert abs(candidate(3.0) - 1.5) < 1e-9\n"
+    "    assert isinstance(candidate(2.0), float)\n",
 )
 WRONG = "def half(x):\n    return 0\n"
 
@@ -45,14 +44,23 @@ HOSTILE = {
     "os._exit(0) in the function": "import os\ndef half(x):\n    os._exit(0)\n",
     "exit() in the function": "def half(x):\n    exit()\n",
     "raise SystemExit in the function": "def half(x):\n    raise SystemExit(0)\n",
-    "__main__ guard": f"import sys\n{WRONG}def main():\n    return 0\nif __name__ == '__main__':\n    sys.exit(main())\n",
+    "__main__ guard": (
+        f"import sys\n{WRONG}def main():\n    return 0\n"
+        "if __name__ == '__main__':\n    sys.exit(main())\n"
+    ),
     "excepthook exits 0": f"import os, sys\n{WRONG}sys.excepthook = lambda *a: os._exit(0)\n",
     "atexit exits 0": f"import atexit, os\n{WRONG}atexit.register(lambda: os._exit(0))\n",
-    "monkeypatched builtins": "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.isinstance = lambda *a: True\n"
-    f"{WRONG}",
-    "prints a guessed sentinel": f"import os\n{WRONG}print('trinity-check: 1/1 passed')\nprint('{'0' * 32} 1/1')\n"
-    "print('ok 1/1')\nos._exit(0)\n",
-    "kills its process group": f"import os, signal\n{WRONG}os.killpg(os.getpgrp(), signal.SIGKILL)\n",
+    "monkeypatched builtins": (
+        "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.isinstance = lambda *a: True\n"
+        f"{WRONG}"
+    ),
+    "prints a guessed sentinel": (
+        f"import os\n{WRONG}print('trinity-check: 1/1 passed')\nprint('{'0' * 32} 1/1')\n"
+        "print('ok 1/1')\nos._exit(0)\n"
+    ),
+    "kills its process group": (
+        f"import os, signal\n{WRONG}os.killpg(os.getpgrp(), signal.SIGKILL)\n"
+    ),
     "rewrites stdout": f"import sys\n{WRONG}class Out:\n    def write(self, s):\n"
     "        return sys.__stdout__.write(s.replace('failed', 'passed'))\n"
     "    def flush(self):\n        sys.__stdout__.flush()\nsys.stdout = Out()\n",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import EXAMPLES, SIM_POOL, trinity
+from support.tasks import write_tasks
 
 from trinity_cli.errors import ConfigError
 from trinity_cli.heads.files import shipped_dir, user_heads_dir
@@ -128,39 +129,10 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
     from trinity_cli.tasks.taskset import load_humaneval
 
     tasks = load_humaneval()[:10]
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                }
-            )
-            + "\n"
-            for t in tasks
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", tasks)
     flags = [
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--max-turns",
-        "1",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--batch-size",
-        "2",
-        "--project",
-        "2",
-        "--folds",
-        "0",
-        "-q",
+        "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1", "--generations", "1",
+        "--popsize", "2", "--batch-size", "2", "--project", "2", "--folds", "0", "-q",
     ]
     assert trinity("train", *flags).returncode == 0
     first = user_heads_dir() / "sim-pool-tasks.npz"

@@ -9,10 +9,7 @@ from trinity_cli.train.imitate import fit_steps, input_space
 
 N_AGENTS, D, TURNS = 3, 16, 4
 PLAN = {
-    1: (0, 1),
-    2: (2, 2),
-    3: (1, 1),
-    4: (2, 2),
+    1: (0, 1), 2: (2, 2), 3: (1, 1), 4: (2, 2),
 }  # turn → (agent, role): Worker, Verifier, another Worker, Verifier
 
 
@@ -47,10 +44,8 @@ def test_what_depends_on_the_state_is_left_to_the_state_weights():
     turns = [1] * len(seen)
     direction = seen[:, 0] > np.median(seen[:, 0])  # agent 1 on half the tasks, agent 0 on the rest
     head = fit_steps(
-        input_space(seen, N_AGENTS + N_ROLES, None, turn_features=TURNS),
-        seen,
-        [(int(d), 1) for d in direction],
-        turns,
+        input_space(seen, N_AGENTS + N_ROLES, None, turn_features=TURNS), seen,
+        [(int(d), 1) for d in direction], turns,
     )
     fresh = states(np.random.default_rng(2), 300)
     wanted = fresh[:, 0] > np.median(seen[:, 0])

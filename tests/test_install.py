@@ -60,7 +60,8 @@ def undeclared_imports(tree: Path, declared: set[str], local: set[str]) -> dict[
 
 
 # Imported lazily, only by the feature its extra installs (`train` draws its curve with
-# matplotlib when `[plot]` is installed): an extra's package anywhere else would break `pip install .`.
+# matplotlib when `[plot]` is installed): an extra's package anywhere else would break
+# `pip install .`.
 OPTIONAL = {"matplotlib": "plot", "ray": "ray"}
 
 
@@ -87,7 +88,5 @@ def test_a_planted_undeclared_import_is_found(tmp_path):
     (package / "test_only.py").write_text("import gguf\n")  # declared, but only in the test extra
     declared = distribution_names(PROJECT["dependencies"])
     assert undeclared_imports(package, declared, {"pkg"}) == {
-        "click": "pkg/bad.py",
-        "yaml": "pkg/bad.py",
-        "gguf": "pkg/test_only.py",
+        "click": "pkg/bad.py", "yaml": "pkg/bad.py", "gguf": "pkg/test_only.py",
     }

@@ -1,14 +1,15 @@
 """Routing that reads the task beats the best hand-built plan: the kinds record of
-`support/learnable_record.py` (two kinds of short task, two models, each right on 90 % of its kind of
-task and 20 % of the other, visible tests that catch half the wrong programs, equal prices,
-three turns), the real Gemma coordinator, real grading and sandboxed visible tests.
+`support/learnable_record.py` (two kinds of short task, two models, each right on 90 % of its
+kind of task and 20 % of the other, visible tests that catch half the wrong programs, equal
+prices, three turns), the real Gemma coordinator, real grading and sandboxed visible tests.
 
 best-fixed (one model, the Verifier, the other) reaches 0.735 there and routing by kind 0.91.
 `trinity train`'s own protocol is checked: the best-fixed start plays best-fixed; 5-fold
 cross-validation over the train split (best-fixed re-chosen in each fold) of both starts
 chooses the one that reads the task, and finds its head ≥ 2 standard errors above best-fixed
-on the tasks each fold held out; the test split, scored once, must agree. And best-fixed is chosen where it must be: a plan planted to be best only on the
-eval split is never the one chosen."""
+on the tasks each fold held out; the test split, scored once, must agree. And best-fixed is
+chosen where it must be: a plan planted to be best only on the eval split is never the one
+chosen."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from support.learnable_record import (
     write_kinds,
     wrong,
 )
+from support.tasks import write_tasks
 
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.core.roles import Role
@@ -68,34 +70,18 @@ def kinds(tmp_path_factory, memo):
         train_split, agents, memo, grader, SETTINGS, IMITATE, FOLDS, forest
     )
     trained = train(
-        train_split,
-        agents,
-        memo,
-        grader,
-        replace(SETTINGS, imitate=chosen),
-        root / "head.ckpt",
+        train_split, agents, memo, grader, replace(SETTINGS, imitate=chosen), root / "head.ckpt",
         forest=forest,
     )
     report = evaluate(
-        test_split,
-        agents,
-        [HeadUnderTest("trained", trained.head, memo)],
-        grader,
-        max_turns=SETTINGS.max_turns,
-        baselines=("single", "best-fixed"),
+        test_split, agents, [HeadUnderTest("trained", trained.head, memo)], grader,
+        max_turns=SETTINGS.max_turns, baselines=("single", "best-fixed"),
         fixed_on=FixedOn(train_split),
     )
     return {
-        "tasks": tasks,
-        "train": train_split,
-        "test": test_split,
-        "agents": agents,
-        "grader": grader,
-        "forest": forest,
-        "trained": trained,
-        "chosen": chosen,
-        "validations": validations,
-        "report": report,
+        "tasks": tasks, "train": train_split, "test": test_split, "agents": agents,
+        "grader": grader, "forest": forest, "trained": trained, "chosen": chosen,
+        "validations": validations, "report": report,
         "best_fixed_start": plan_start(forest, train_split, agents, SETTINGS, None),
         "rows": {r.policy: r for r in report.pop("_rows")},
     }
@@ -141,7 +127,10 @@ def test_the_best_fixed_start_plays_best_fixed(kinds):
         kinds["train"] + kinds["test"]
     ):  # the same steps, task by task, also on tasks it never saw
         head_steps = [
-            step for _, step in forest.steps(Episode(task, start.head, 3, None, forest.reader))
+            step
+            for _, step in forest.steps(
+                Episode(task, start.head, 3, None, forest.transcript_format)
+            )
         ]
         assert head_steps == [step for _, step in forest.steps(Episode(task, plan, 3))]
     state_part = start.head.weights[:, : start.head.n_features]
@@ -155,7 +144,10 @@ def test_cross_validation_starts_from_the_plan_read_from_the_task(kinds):
     assert kinds["chosen"] == "routed"
     assert validations["routed"].head_fitness > validations["best-fixed"].head_fitness
     forest, head = kinds["forest"], kinds["trained"].head
-    first = [forest.steps(Episode(t, head, 3, None, forest.reader))[0][1] for t in kinds["train"]]
+    first = [
+        forest.steps(Episode(t, head, 3, None, forest.transcript_format))[0][1]
+        for t in kinds["train"]
+    ]
     right_model = [agent == KINDS.index(kind_of(t)) for (agent, _), t in zip(first, kinds["train"])]
     assert np.mean(right_model) >= 0.8  # its first answer comes from the model of the task's kind
 
@@ -168,8 +160,10 @@ def test_a_head_that_reads_the_task_beats_best_fixed_on_held_out_tasks(kinds):
     assert not validation.below_start
     margin = paired_margin(rows["trained"].passes, rows["best-fixed"].passes)
     print(
-        f"kinds record: held out {validation.head_fitness:.3f} vs best-fixed {validation.plan_fitness:.3f} "
-        f"({validation.margin_se:+.2f} SE, {validation.differing} of {len(validation.task_ids)} differ); test "
+        f"kinds record: held out {validation.head_fitness:.3f} "
+        f"vs best-fixed {validation.plan_fitness:.3f} "
+        f"({validation.margin_se:+.2f} SE, "
+        f"{validation.differing} of {len(validation.task_ids)} differ); test "
         f"{rows['trained'].pass_at_1:.3f} vs {rows['best-fixed'].pass_at_1:.3f} ({margin:+.2f} SE)"
     )  # docs/measurements.md
     assert rows["trained"].pass_at_1 > rows["best-fixed"].pass_at_1 and margin >= 1, kinds["report"]
@@ -183,8 +177,7 @@ def test_a_plan_best_only_on_the_eval_split_is_never_chosen_as_best_fixed(workdi
     test_ids = {t.task_id for t in select_split(tasks, "test")}
     lines = [
         {
-            "model": "planted",
-            "task_id": t.task_id,
+            "model": "planted", "task_id": t.task_id,
             "code": right(t) if t.task_id in test_ids else wrong(t),
         }
         for t in tasks
@@ -194,43 +187,18 @@ def test_a_plan_best_only_on_the_eval_split_is_never_chosen_as_best_fixed(workdi
         for i, t in enumerate(tasks)
     ]
     (workdir / "planted.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                }
-            )
-            + "\n"
-            for t in tasks
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", tasks)
     (workdir / "pool.toml").write_text(
         "".join(
-            f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "planted.jsonl"\nmodel = "{m}"\n'
+            f'[[agents]]\nname = "{m}"\nprovider = "replay"\n'
+            f'record = "planted.jsonl"\nmodel = "{m}"\n'
             f'roles = ["worker"]\nprice_in = 1.0\nprice_out = 1.0\n\n'
             for m in ("planted", "steady")
         )
     )
     result = trinity(
-        "eval",
-        "--weights",
-        "none",
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        "pool.toml",
-        "--max-turns",
-        "3",
-        "--baselines",
-        "single,best-fixed",
-        "--json",
-        "--no-log",
-        "--no-cache",
+        "eval", "--weights", "none", "--tasks", "tasks.jsonl", "--pool", "pool.toml", "--max-turns",
+        "3", "--baselines", "single,best-fixed", "--json", "--no-log", "--no-cache",
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

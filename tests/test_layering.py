@@ -22,12 +22,8 @@ PACKAGE = Path(trinity_cli.__file__).parent
 # (runtime), training, the bench, the CLI. Every package and root module is listed.
 FOUNDATIONS = {"errors", "paths"}
 ALLOWED = {
-    "errors": set(),
-    "paths": set(),
-    "core": {"errors"},
-    "pool": FOUNDATIONS,
-    "store": FOUNDATIONS | {"core", "pool"},
-    "llama": FOUNDATIONS | {"pool"},
+    "errors": set(), "paths": set(), "core": {"errors"}, "pool": FOUNDATIONS,
+    "store": FOUNDATIONS | {"core", "pool"}, "llama": FOUNDATIONS | {"pool"},
     "tasks": FOUNDATIONS | {"core", "store"},
     "providers": FOUNDATIONS | {"core", "pool", "store", "llama", "tasks"},
     "coordinator": FOUNDATIONS | {"core", "pool", "store", "llama"},
@@ -38,33 +34,15 @@ ALLOWED = {
     | {"core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime"},
     "bench": FOUNDATIONS
     | {
-        "core",
-        "pool",
-        "store",
-        "llama",
-        "tasks",
-        "providers",
-        "coordinator",
-        "heads",
-        "runtime",
+        "core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime",
         "train",
     },
     "cli": FOUNDATIONS
     | {
-        "core",
-        "pool",
-        "store",
-        "llama",
-        "tasks",
-        "providers",
-        "coordinator",
-        "heads",
-        "runtime",
-        "train",
-        "bench",
+        "core", "pool", "store", "llama", "tasks", "providers", "coordinator", "heads", "runtime",
+        "train", "bench",
     },
-    "__init__": set(),
-    "__main__": {"cli"},
+    "__init__": set(), "__main__": {"cli"},
 }
 
 
@@ -159,9 +137,9 @@ def planted(tmp_path: Path, module: str, line: str) -> Path:
 
 def test_a_planted_import_under_type_checking_is_caught(tmp_path):
     copy = planted(
-        tmp_path,
-        "core/events.py",
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trinity_cli.providers.base import is_loopback",
+        tmp_path, "core/events.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from trinity_cli.providers.base import is_loopback",
     )
     assert violations(copy) == ["core.events imports providers.base"]
 
@@ -211,8 +189,7 @@ def test_a_planted_import_of_a_test_module_is_caught(tmp_path):
     (tmp_path / "test_a.py").write_text("def f():\n    from test_b import helper\n")
     (tmp_path / "support" / "x.py").write_text("import support.test_c as c\n")
     assert imports_of_test_modules(tmp_path) == [
-        "support/x.py imports support.test_c",
-        "test_a.py imports test_b",
+        "support/x.py imports support.test_c", "test_a.py imports test_b",
     ]
 
 
@@ -226,3 +203,15 @@ def test_the_root_keeps_at_most_four_modules():
     """Foundations and the run builder; every other concern is a package."""
     root = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
     assert len(root) <= 4, root
+
+
+CLI_FILE_LINES = 150  # a command parses flags, calls the library and reports; no more fits
+
+
+def test_every_cli_file_stays_thin():
+    long = {
+        path.name: n
+        for path in sorted((PACKAGE / "cli").glob("*.py"))
+        if (n := len(path.read_text().splitlines())) > CLI_FILE_LINES
+    }
+    assert long == {}

@@ -1,7 +1,8 @@
-"""Learning on a recorded pool: the documented synthetic record of `support/learnable_record.py`, the
-real Gemma coordinator, real grading. Trained on its train split, scored once on its test split:
-the head must beat its best single agent by 2 standard errors, and the permuted-state control
-(same head training, each task reading another task's state) must not."""
+"""Learning on a recorded pool: the documented synthetic record of
+`support/learnable_record.py`, the real Gemma coordinator, real grading. Trained on its train
+split, scored once on its test split: the head must beat its best single agent by 2 standard
+errors, and the permuted-state control (same head training, each task reading another task's
+state) must not."""
 
 from __future__ import annotations
 
@@ -36,22 +37,12 @@ def learnable(tmp_path_factory, memo):
 
     def run(coordinator, name):
         return train_and_score(
-            load_pool(str(pool)),
-            tasks,
-            train,
-            test,
-            coordinator,
-            grader,
-            SETTINGS,
-            root / f"{name}.ckpt",
-            ResponseStore(root / "responses.sqlite"),
+            load_pool(str(pool)), tasks, train, test, coordinator, grader, SETTINGS,
+            root / f"{name}.ckpt", ResponseStore(root / "responses.sqlite"),
         )
 
     return {
-        "tasks": tasks,
-        "test": test,
-        "grader": grader,
-        "trained": run(memo, "trained"),
+        "tasks": tasks, "test": test, "grader": grader, "trained": run(memo, "trained"),
         "permuted": run(PermutedCoordinator(memo, tasks), "permuted"),
     }
 

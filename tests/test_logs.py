@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from support.cli import TRINITY, trinity
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
+from support.tasks import write_tasks
 from support.wire.server import WireServer, openai_stream
 
-from trinity_cli.cli.display import episode_json
 from trinity_cli.core.episode import Agent, run_episode
+from trinity_cli.core.episode_json import episode_json
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Problem
 from trinity_cli.pool.spec import parse_pool
@@ -38,9 +39,7 @@ PROBLEM_MD = (
     "# Add\n\nWrite `add(a, b)` — the sum.\n\n```python\ndef add(a, b):\n```\n"  # not ASCII
 )
 PLAN, ANSWER, ACCEPT = (
-    "the plan",
-    "```python\ndef add(a, b):\n    return a + b\n```",
-    "<verdict>ACCEPT</verdict>",
+    "the plan", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>ACCEPT</verdict>",
 )
 ANY_ROLE = f"{ANSWER}\n{ACCEPT}"  # a reply that serves whichever role receives it
 SOLVE = ("solve", "p.md", "--pool", "pool.toml", "--weights", "none")
@@ -80,15 +79,7 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
         json.loads(solved.stdout)["usd"]
     )
     assert set(run) == {
-        "id",
-        "time",
-        "command",
-        "problem",
-        "problem_sha256",
-        "verdict",
-        "turns",
-        "usd",
-        "agents",
+        "id", "time", "command", "problem", "problem_sha256", "verdict", "turns", "usd", "agents",
     }
     assert run["problem"] == "Add"  # its first line, the heading's marks dropped
     assert "Add" in trinity("logs").stderr
@@ -121,27 +112,11 @@ def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
 
     (workdir / "add.md").write_text(PROBLEM_TEXT)
     replies = [
-        PLAN,
-        WRONG,
-        VERIFIER_ACCEPT,
-        PLAN,
-        BROKEN,
-        VERIFIER_ACCEPT,
-        PLAN,
-        RIGHT,
-        VERIFIER_ACCEPT,
+        PLAN, WRONG, VERIFIER_ACCEPT, PLAN, BROKEN, VERIFIER_ACCEPT, PLAN, RIGHT, VERIFIER_ACCEPT,
     ]
     server.responses += [openai_stream(text) for text in replies]
     solved = trinity(
-        "solve",
-        "add.md",
-        "--pool",
-        "pool.toml",
-        "--weights",
-        "none",
-        "--max-turns",
-        "9",
-        "--json",
+        "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "9", "--json",
         "-v",
     )
     assert solved.returncode == 0, solved.stderr
@@ -155,9 +130,7 @@ def test_checks_are_logged_and_show_replays_them_as_drawn(workdir, server):
     assert "checked by problem examples (2 tests)" in drawn
     checks = re.findall(r"^ {9}(problem examples|syntax) (passed|FAILED)", drawn, re.MULTILINE)
     assert checks == [
-        ("problem examples", "FAILED"),
-        ("syntax", "FAILED"),
-        ("problem examples", "passed"),
+        ("problem examples", "FAILED"), ("syntax", "FAILED"), ("problem examples", "passed"),
     ], drawn
 
     replayed = trinity("logs", "show", "last")
@@ -189,11 +162,7 @@ def test_each_turn_is_in_the_log_when_it_finishes_and_a_killed_run_keeps_them(se
     assert "turn  1" in replayed.stderr and "verdict interrupted · 1 turn ·" in replayed.stderr
     [day] = json.loads(trinity("logs", "stats", "--json").stdout)
     assert (day["agent"], day["calls"], day["answers"], day["accepted"], day["accept_rate"]) == (
-        "srv",
-        1,
-        0,
-        0,
-        None,
+        "srv", 1, 0, 0, None,
     )
 
 
@@ -304,7 +273,8 @@ def test_an_older_log_migrates_and_keeps_its_rows(home):
     )
     db.execute("INSERT INTO checks VALUES (1, 2, 0, 'add(2, 3) failed')")
     db.execute(
-        "INSERT INTO turns VALUES (1, 1, '2025-01-01T00:00:01+00:00', 0, 'a', 'worker', 'head', '[1.0]', "
+        "INSERT INTO turns VALUES "
+        "(1, 1, '2025-01-01T00:00:01+00:00', 0, 'a', 'worker', 'head', '[1.0]', "
         "'[0, 1, 0]', 0.1, 9, 'text', 'code', NULL, 10, 5, 0.0, 0, 0.2)"
     )
     db.close()
@@ -356,8 +326,7 @@ def test_a_log_from_a_newer_trinity_is_left_alone(server):
 def pool():
     return parse_pool(
         '[[agents]]\nname="alpha"\nprovider="openai"\nmodel="a"\napi_key_env="ALPHA_KEY"\n'
-        '[[agents]]\nname="beta"\nprovider="openai"\nmodel="b"\n',
-        "test.toml",
+        '[[agents]]\nname="beta"\nprovider="openai"\nmodel="b"\n', "test.toml",
     )
 
 
@@ -365,10 +334,7 @@ def logged_episode(plan: list[tuple[int, Role]], replies: list[str]) -> RunLogSi
     """A real episode of the loop (scripted agents) through the same sink `solve` uses."""
     warnings: list[str] = []
     sink = RunLogSink.start(
-        PROBLEM_MD,
-        pool(),
-        "scripted head",
-        final=lambda r: episode_json(r, ["alpha", "beta"]),
+        PROBLEM_MD, pool(), "scripted head", final=lambda r: episode_json(r, ["alpha", "beta"]),
         warn=warnings.append,
     )  # the stored result is what `solve --json` prints
     provider = ScriptedProvider(
@@ -376,12 +342,8 @@ def logged_episode(plan: list[tuple[int, Role]], replies: list[str]) -> RunLogSi
     )  # both agents answer from one script
     agents = [Agent(name, provider, 100) for name in ("alpha", "beta")]
     run_episode(
-        Problem.from_markdown(PROBLEM_MD),
-        agents,
-        CountingCoordinator(),
-        ScriptedPolicy(tuple(plan)),
-        max_turns=len(plan),
-        on_event=sink,
+        Problem.from_markdown(PROBLEM_MD), agents, CountingCoordinator(),
+        ScriptedPolicy(tuple(plan)), max_turns=len(plan), on_event=sink,
     )
     assert warnings == []
     return sink
@@ -392,7 +354,8 @@ W, V, T = Role.WORKER, Role.VERIFIER, Role.THINKER
 
 @pytest.fixture(params=["UTC", "America/Los_Angeles", "Asia/Kolkata"])
 def zone(request, home):
-    """The local time zone, here and in the subprocesses: `--since` and the listing are local time."""
+    """The local time zone, here and in the subprocesses: `--since` and the listing are local
+    time."""
     before = os.environ.get("TZ")
     os.environ["TZ"] = request.param
     time.tzset()
@@ -424,12 +387,10 @@ def test_list_filters_by_verdict_agent_since_and_count(zone):
         turn_limit
     ]
     assert ids("--agent", "alpha") == [accepted] and ids("--agent", "beta") == [
-        turn_limit,
-        accepted,
+        turn_limit, accepted,
     ]
     assert ids("--since", "2021-06-01") == [turn_limit] and ids("--since", "2019-12-31T23:00") == [
-        turn_limit,
-        accepted,
+        turn_limit, accepted,
     ]
     assert ids("--since", "2020-01-01T00:30") == [
         turn_limit
@@ -448,15 +409,8 @@ def test_stats_sum_calls_tokens_usd_and_accept_rate_per_agent_and_day(home):
     today = datetime.now().date().isoformat()
     rows = {r["agent"]: r for r in json.loads(result.stdout)}
     assert rows["alpha"] == {
-        "day": today,
-        "agent": "alpha",
-        "calls": 2,
-        "tokens_in": 20,
-        "tokens_out": 10,
-        "usd": pytest.approx(0.02),
-        "answers": 2,
-        "accepted": 1,
-        "accept_rate": 0.5,
+        "day": today, "agent": "alpha", "calls": 2, "tokens_in": 20, "tokens_out": 10,
+        "usd": pytest.approx(0.02), "answers": 2, "accepted": 1, "accept_rate": 0.5,
     }
     assert (
         rows["beta"]["calls"] == 2
@@ -486,14 +440,12 @@ def test_prune_deletes_old_runs_with_their_turns(home):
     ("args", "message"),
     [
         (["show", "999"], "no run 999 in the run log"),
-        (["show", "abc"], "run 'abc' is not a run id"),
-        (["show", "last"], "the run log is empty"),
+        (["show", "abc"], "run 'abc' is not a run id"), (["show", "last"], "the run log is empty"),
         (["--since", "last tuesday"], "--since 'last tuesday' is not an ISO date"),
         (["stats", "--since", "2025-13-01"], "is not an ISO date"),
         (["prune", "--older-than", "30x"], "--older-than '30x' is not an age"),
         (["prune", "--older-than", "30"], "is not an age"),
-        (["prune"], "Missing option '--older-than'"),
-        (["show"], "Missing argument"),
+        (["prune"], "Missing option '--older-than'"), (["show"], "Missing argument"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(home, args, message):
@@ -508,9 +460,7 @@ def test_bare_logs_lists_and_help_documents_exit_codes(home):
     assert empty.returncode == 0 and "no runs" in empty.stderr
     assert trinity("logs", "--json").stdout.strip() == "[]"
     for args in (
-        ["logs", "--help"],
-        ["logs", "show", "--help"],
-        ["logs", "stats", "--help"],
+        ["logs", "--help"], ["logs", "show", "--help"], ["logs", "stats", "--help"],
         ["logs", "prune", "--help"],
     ):
         shown = trinity(*args)
@@ -522,35 +472,10 @@ def test_eval_is_one_summary_row(workdir, home):
 
     from trinity_cli.tasks.taskset import load_humaneval
 
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "tags": list(t.tags),
-                }
-            )
-            + "\n"
-            for t in load_humaneval()[:2]
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", load_humaneval()[:2], "tags")
     flags = [
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--weights",
-        "none",
-        "--split",
-        "all",
-        "--max-turns",
-        "1",
-        "--no-cache",
-        "--json",
+        "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--weights", "none", "--split", "all",
+        "--max-turns", "1", "--no-cache", "--json",
     ]
     evaluated = trinity("eval", *flags)
     assert evaluated.returncode == 0, evaluated.stderr
@@ -572,39 +497,10 @@ def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
     tasks = select_split(load_humaneval(), "train")[
         :2
     ]  # the fewest a train takes: seconds, not a minute
-    (workdir / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                }
-            )
-            + "\n"
-            for t in tasks
-        )
-    )
+    write_tasks(workdir / "tasks.jsonl", tasks)
     flags = [
-        "--tasks",
-        "tasks.jsonl",
-        "--pool",
-        str(SIM_POOL),
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--batch-size",
-        "2",
-        "--max-turns",
-        "1",
-        "--project",
-        "2",
-        "--folds",
-        "0",
-        "-q",
+        "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--generations", "1", "--popsize", "2",
+        "--batch-size", "2", "--max-turns", "1", "--project", "2", "--folds", "0", "-q",
     ]
     unlogged = trinity("train", *flags, "--out", "quiet.npz", "--no-log")
     assert unlogged.returncode == 0, unlogged.stderr
@@ -636,15 +532,15 @@ def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
     ):
         raise ValueError("boom")
     assert [(r["command"], r["verdict"]) for r in runs_in_log()] == [
-        ("eval", "error"),
-        ("train", "interrupted"),
+        ("eval", "error"), ("train", "interrupted"),
     ]
 
 
 def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):
     key = "sk-live-0123456789abcdef"
     monkeypatch.setenv("ALPHA_KEY", key)
-    echoed = f"```python\ndef add(a, b):\n    return a + b  # {key}\n```\nmy key is {key}"  # in the answer and beyond
+    # in the answer and beyond
+    echoed = f"```python\ndef add(a, b):\n    return a + b  # {key}\n```\nmy key is {key}"
     run_id = logged_episode([(0, W), (1, V)], [echoed, ACCEPT]).run_id
     data = default_path().read_bytes() + b"".join(
         p.read_bytes() for p in default_path().parent.glob("*-wal")

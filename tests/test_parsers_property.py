@@ -28,16 +28,13 @@ def test_any_text_gets_one_of_three_verdicts_and_code_or_none(text):
     code = extract_code(text)
     assert code is None or code.endswith("\n")
     assert parse_next_role(text) is None or parse_next_role(text).value in (
-        "thinker",
-        "worker",
-        "verifier",
+        "thinker", "worker", "verifier",
     )
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    prose,
-    prose,
+    prose, prose,
     st.lists(st.sampled_from(["ACCEPT", "REJECT", "accept", "Reject"]), min_size=1, max_size=4),
     st.sampled_from(["", " ", "\n"]),
 )
@@ -66,5 +63,8 @@ def test_the_fenced_block_is_extracted_exactly(before, after, name, value, lang)
 @settings(max_examples=100, deadline=None)
 @given(identifiers, identifiers)
 def test_the_last_of_several_blocks_wins_and_an_unclosed_fence_still_counts(first, second):
-    text = f"```python\ndef {first}():\n    pass\n```\nthen\n```python\ndef {second}():\n    return 1\n"
+    text = (
+        f"```python\ndef {first}():\n    pass\n```\n"
+        f"then\n```python\ndef {second}():\n    return 1\n"
+    )
     assert extract_code(text) == f"def {second}():\n    return 1\n"

@@ -19,15 +19,8 @@ def test_no_request_is_longer_than_the_longest_prompt():
         "🙂 <verdict>REJECT</verdict> " + "é🙂" * 4000
     )  # over the agent view's cap, in wide characters
     plan = (
-        (0, Role.THINKER),
-        (1, Role.WORKER),
-        (0, Role.VERIFIER),
-        (1, Role.WORKER),
-        (1, Role.THINKER),
-        (0, Role.WORKER),
-        (1, Role.VERIFIER),
-        (0, Role.WORKER),
-        (1, Role.WORKER),
+        (0, Role.THINKER), (1, Role.WORKER), (0, Role.VERIFIER), (1, Role.WORKER),
+        (1, Role.THINKER), (0, Role.WORKER), (1, Role.VERIFIER), (0, Role.WORKER), (1, Role.WORKER),
     )
     providers = [ScriptedProvider([long_reply] * 9), ScriptedProvider([long_reply] * 9)]
     agents = [Agent(s.name, p, s.max_tokens) for s, p in zip(specs, providers)]

@@ -18,27 +18,16 @@ REQUEST = Request(Role.WORKER, "system prompt", "## Task\n\nadd two numbers")
 
 def spec(url: str, **kw) -> AgentSpec:
     return AgentSpec(
-        name="claude",
-        provider="anthropic",
-        model="claude-test",
-        base_url=url,
-        price_in=3.0,
-        price_out=15.0,
-        max_tokens=64,
-        **kw,
+        name="claude", provider="anthropic", model="claude-test", base_url=url, price_in=3.0,
+        price_out=15.0, max_tokens=64, **kw,
     )
 
 
 def message(text: str, tokens_in: int, tokens_out: int) -> dict:
     return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
     }
 
 
@@ -58,7 +47,8 @@ def test_plain_reply_with_usage_and_cost(server):
 
 
 def streamed(texts: list[str], stop_reason: str = "end_turn") -> Scripted:
-    """A Messages stream of `texts` as text deltas, ending for `stop_reason`, 80 tokens in, 12 out."""
+    """A Messages stream of `texts` as text deltas, ending for `stop_reason`, 80 tokens in,
+    12 out."""
     start = message("", 80, 1)
     start["content"] = []
     deltas = [
@@ -73,13 +63,11 @@ def streamed(texts: list[str], stop_reason: str = "end_turn") -> Scripted:
         (
             "content_block_start",
             {
-                "type": "content_block_start",
-                "index": 0,
+                "type": "content_block_start", "index": 0,
                 "content_block": {"type": "text", "text": ""},
             },
         ),
-        *deltas,
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *deltas, ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         (
             "message_delta",
             {
@@ -141,6 +129,5 @@ def test_the_key_comes_from_api_key_env(server, monkeypatch):
     AnthropicProvider(spec(server.url, api_key_env="MY_CLAUDE_KEY")).complete(REQUEST)
     headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
     assert "sk-test-123" in (
-        headers.get("x-api-key"),
-        headers.get("authorization", "").removeprefix("Bearer "),
+        headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "),
     )

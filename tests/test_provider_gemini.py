@@ -18,14 +18,8 @@ REQUEST = Request(Role.THINKER, "system prompt", "## Task\n\nreverse a list")
 
 def spec(url: str, **kw) -> AgentSpec:
     return AgentSpec(
-        name="gem",
-        provider="gemini",
-        model="gemini-test",
-        base_url=url,
-        price_in=1.0,
-        price_out=2.0,
-        max_tokens=50,
-        **kw,
+        name="gem", provider="gemini", model="gemini-test", base_url=url, price_in=1.0,
+        price_out=2.0, max_tokens=50, **kw,
     )
 
 
@@ -63,8 +57,7 @@ def test_a_reply_that_finished_for_max_tokens_is_truncated(server, finish, trunc
     usage = {"promptTokenCount": 33, "candidatesTokenCount": 50, "totalTokenCount": 83}
     server.responses.append(
         Scripted(
-            200,
-            sse([(None, gemini_chunk("Use ")), (None, gemini_chunk("slic", usage, finish))]),
+            200, sse([(None, gemini_chunk("Use ")), (None, gemini_chunk("slic", usage, finish))]),
             "text/event-stream",
         )
     )

@@ -27,14 +27,8 @@ def provider(**kw) -> LocalProvider:
     return LocalProvider(
         AgentSpec(
             **{
-                "name": "g",
-                "provider": "local",
-                "model": "embedded",
-                "mode": "completion",
-                "max_tokens": 32,
-                "temperature": 0.0,
-                "n_ctx": 2048,
-                **kw,
+                "name": "g", "provider": "local", "model": "embedded", "mode": "completion",
+                "max_tokens": 32, "temperature": 0.0, "n_ctx": 2048, **kw,
             }
         )
     )
@@ -42,10 +36,7 @@ def provider(**kw) -> LocalProvider:
 
 def request(role: Role, user: str) -> Request:
     return Request(
-        role,
-        SYSTEM_PROMPTS[role],
-        user,
-        COMPLETION_LEADS[role],
+        role, SYSTEM_PROMPTS[role], user, COMPLETION_LEADS[role],
         SIGNATURE if role is Role.WORKER else "",
     )
 
@@ -65,7 +56,8 @@ def test_completion_worker_returns_the_signature_plus_its_completion_as_code():
 def test_completion_verifier_decides_by_log_probabilities():
     good = request(
         Role.VERIFIER,
-        f"## Task\n\n{SIGNATURE}\n## Turn 1: worker (g)\n\n```python\n{SIGNATURE}    return a + b\n```",
+        f"## Task\n\n{SIGNATURE}\n## Turn 1: worker (g)\n\n"
+        f"```python\n{SIGNATURE}    return a + b\n```",
     )
     reply = provider().complete(good)
     assert parse_verdict(reply.text) in ("accept", "reject")
@@ -81,8 +73,10 @@ def test_same_prompt_same_reply_even_when_sampling():
 
 # A Gemma-style template: the embedded base model's vocabulary has these control tokens.
 CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
-    "{{ m['content'] }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+    "{{ bos_token }}{% for m in messages %}"
+    "<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+    "{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 
 
@@ -90,17 +84,10 @@ def test_chat_mode_renders_the_ggufs_chat_template_with_its_control_tokens(gguf_
     chat_gguf = tmp_path / "with-template.gguf"
     subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "gguf.scripts.gguf_new_metadata",
-            str(gguf_path),
-            str(chat_gguf),
-            "--chat-template",
-            CHAT_TEMPLATE,
-            "--force",
+            sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gguf_path), str(chat_gguf),
+            "--chat-template", CHAT_TEMPLATE, "--force",
         ],
-        check=True,
-        capture_output=True,
+        check=True, capture_output=True,
     )
     chat = LocalProvider(
         AgentSpec(
@@ -168,13 +155,8 @@ def test_a_reply_cut_at_max_tokens_is_truncated_and_one_that_ended_is_not():
 def test_a_prompt_longer_than_the_context_keeps_its_end_and_says_what_it_cut():
     small = LocalProvider(
         AgentSpec(
-            name="small",
-            provider="local",
-            model="embedded",
-            mode="completion",
-            max_tokens=8,
-            temperature=0.0,
-            n_ctx=512,
+            name="small", provider="local", model="embedded", mode="completion", max_tokens=8,
+            temperature=0.0, n_ctx=512,
         )
     )
     long_task = "## Task\n\n" + "Numbers are sorted in ascending order here. " * 300 + SIGNATURE
@@ -195,11 +177,7 @@ def test_a_prompt_longer_than_the_context_keeps_its_end_and_says_what_it_cut():
 def test_a_context_that_cannot_hold_the_prompts_end_is_a_usage_error():
     tight = LocalProvider(
         AgentSpec(
-            name="tight",
-            provider="local",
-            model="embedded",
-            mode="completion",
-            max_tokens=500,
+            name="tight", provider="local", model="embedded", mode="completion", max_tokens=500,
             n_ctx=512,
         )
     )

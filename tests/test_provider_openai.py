@@ -22,15 +22,8 @@ REQUEST = Request(Role.THINKER, "You are terse.", "Name a prime number.")
 
 def spec(url: str, **kw) -> AgentSpec:
     return AgentSpec(
-        name="local-server",
-        provider="openai",
-        model="gemma",
-        base_url=url,
-        price_in=0.5,
-        price_out=1.5,
-        max_tokens=12,
-        temperature=0.0,
-        **kw,
+        name="local-server", provider="openai", model="gemma", base_url=url, price_in=0.5,
+        price_out=1.5, max_tokens=12, temperature=0.0, **kw,
     )
 
 
@@ -87,17 +80,9 @@ def fresh_warnings(monkeypatch):
 def reasoning_spec(server: WireServer, **kw) -> AgentSpec:
     return AgentSpec(
         **{
-            "name": "o3",
-            "provider": "openai",
-            "model": "o3-mini",
-            "base_url": f"{server.url}/v1",
-            "price_in": 1.1,
-            "price_out": 4.4,
-            "max_tokens": 64,
-            "temperature": 0.2,
-            "token_param": "max_completion_tokens",
-            "timeout_s": 5.0,
-            **kw,
+            "name": "o3", "provider": "openai", "model": "o3-mini", "base_url": f"{server.url}/v1",
+            "price_in": 1.1, "price_out": 4.4, "max_tokens": 64, "temperature": 0.2,
+            "token_param": "max_completion_tokens", "timeout_s": 5.0, **kw,
         }
     )
 
@@ -123,17 +108,11 @@ def test_default_token_param_follows_the_endpoint():
         name="b", provider="openai", model="qwen", base_url="http://127.0.0.1:8080/v1"
     )
     assert request_params(official) == {
-        "model": "gpt-4o",
-        "max_completion_tokens": 512,
-        "stop": None,
-        "temperature": 0.5,
+        "model": "gpt-4o", "max_completion_tokens": 512, "stop": None, "temperature": 0.5,
     }
     assert request_params(server) == {"model": "qwen", "max_tokens": 512, "stop": None}
     forced = AgentSpec(
-        name="c",
-        provider="openai",
-        model="qwen",
-        base_url="http://h/v1",
+        name="c", provider="openai", model="qwen", base_url="http://h/v1",
         token_param="max_completion_tokens",
     )
     assert "max_completion_tokens" in request_params(forced) and "max_tokens" not in request_params(
@@ -162,9 +141,7 @@ def test_the_official_parameters_pass_and_reasoning_tokens_are_billed_as_output(
     )
     assert reply.text == "7" == "".join(pieces)
     assert (reply.tokens_in, reply.tokens_out, reply.usd_estimated) == (
-        30,
-        201,
-        False,
+        30, 201, False,
     )  # 200 reasoning + 1 visible
     assert reply.usd == pytest.approx((1.1 * 30 + 4.4 * 201) / 1e6)
 
@@ -188,16 +165,17 @@ def test_temperature_on_a_reasoning_model_warns_once_per_agent(reasoning_server,
     OpenAIProvider(reasoning_spec(reasoning_server, name="no-temp", temperature=None))
     OpenAIProvider(reasoning_spec(reasoning_server, name="chat-model", model="gpt-4o"))
     line = (
-        "warning: agent {!r}: o3-mini is a reasoning model that takes only its default temperature; "
-        "temperature = 0.2 from the pool is not sent"
+        "warning: agent {!r}: o3-mini is a reasoning model that takes only its default "
+        "temperature; temperature = 0.2 from the pool is not sent"
     )
     assert capsys.readouterr().err.splitlines() == [line.format("o3"), line.format("other")]
 
 
 def reasoning_pool(server: WireServer, token_param: str) -> str:
     return (
-        f'[[agents]]\nname = "o3"\nprovider = "openai"\nmodel = "o3-mini"\nbase_url = "{server.url}/v1"\n'
-        f'token_param = "{token_param}"\ntemperature = 0.2\nmax_tokens = 256\nprice_in = 1.1\nprice_out = 4.4\n'
+        '[[agents]]\nname = "o3"\nprovider = "openai"\nmodel = "o3-mini"\n'
+        f'base_url = "{server.url}/v1"\ntoken_param = "{token_param}"\n'
+        "temperature = 0.2\nmax_tokens = 256\nprice_in = 1.1\nprice_out = 4.4\n"
         "timeout_s = 10\n"
     )
 
@@ -247,7 +225,10 @@ def test_a_bad_token_param_is_exit_3_naming_file_and_agent(workdir):
     result = trinity("solve", "add.md", "--pool", "pool.toml", "--weights", "none")
     assert result.returncode == 3
     assert result.stderr.strip().splitlines() == [
-        'error: pool.toml: agents[o3].token_param is \'max_output_tokens\'; use "max_completion_tokens" or "max_tokens"'
+        (
+            "error: pool.toml: agents[o3].token_param is 'max_output_tokens'; "
+            'use "max_completion_tokens" or "max_tokens"'
+        )
     ]
 
 
@@ -263,14 +244,10 @@ def test_a_reply_that_finished_for_length_is_truncated(finish, truncated):
             REQUEST, on_text=lambda text: None
         )
         body = {
-            "id": "c1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
+            "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
             "choices": [
                 {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "2"},
+                    "index": 0, "message": {"role": "assistant", "content": "2"},
                     "finish_reason": finish,
                 }
             ],

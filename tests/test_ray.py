@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 from conftest import free_port
 from support.cli import SIM_POOL, TRINITY
+from support.tasks import write_tasks
+from support.wire.server import WireServer, openai_json
 
-from trinity_cli.bench.measure import LoopbackAgent
 from trinity_cli.tasks.taskset import load_humaneval
 
 RAY = str(Path(sys.executable).parent / "ray")
@@ -38,26 +39,40 @@ SIM_AGENTS = "".join(
 # Ray's token authentication: on where RAY_AUTH_MODE=token, and a client given an explicit
 # address uses it only when told (Ray's own rule); newer Ray releases also need the token itself
 # (here a random one of this test cluster's, in the environment of the cluster and its clients)
+ANSWER = "```python\ndef solution():\n    return None\n```\nVERDICT: ACCEPT"
+TOKENS = 105  # a loopback reply's prompt and completion tokens (openai_json: 100 + 5)
+
+
+def loopback(latency_s: float) -> WireServer:
+    """A network-bound agent with no model behind it: every request answered with ANSWER after
+    `latency_s`."""
+    reply = openai_json(ANSWER, tokens_in=100)
+    reply.delay_s = latency_s
+    return WireServer(check=lambda body: reply)
+
+
+def loopback_pool(server: WireServer, names: tuple[str, ...], price: float = 1.0) -> str:
+    return "".join(
+        f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "loopback"\n'
+        f'base_url = "{server.url}/v1"\napi_key_env = "{KEY_ENV}"\n'
+        f"price_in = {price}\nprice_out = {price}\nmax_tokens = 64\nretries = 0\n\n"
+        for name in names
+    )
+
+
+def keys_sent(server: WireServer) -> set[str]:
+    return {
+        value.removeprefix("Bearer ")
+        for request in server.requests
+        for name, value in request["headers"].items()
+        if name.lower() == "authorization"
+    }
+
+
 TOKEN_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
 TRAIN = [
-    "--max-turns",
-    "2",
-    "--generations",
-    "3",
-    "--popsize",
-    "4",
-    "--batch-size",
-    "4",
-    "--project",
-    "4",
-    "--sigma0",
-    "0.3",
-    "--seed",
-    "3",
-    "--folds",
-    "0",
-    "-q",
-    "--no-log",
+    "--max-turns", "2", "--generations", "3", "--popsize", "4", "--batch-size", "4", "--project",
+    "4", "--sigma0", "0.3", "--seed", "3", "--folds", "0", "-q", "--no-log",
 ]
 
 
@@ -70,26 +85,12 @@ def cluster():
     port = free_port()
     started = subprocess.run(
         [
-            RAY,
-            "start",
-            "--head",
-            "--node-ip-address",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--num-cpus",
-            "2",
-            "--temp-dir",
-            str(temp),
-            "--include-dashboard",
-            "false",
+            RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+            "--num-cpus", "2", "--temp-dir", str(temp), "--include-dashboard", "false",
             "--disable-usage-stats",
         ],
-        env={**os.environ, **TOKEN_AUTH, KEY_ENV: SECRET},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+        env={**os.environ, **TOKEN_AUTH, KEY_ENV: SECRET}, capture_output=True, text=True,
+        check=False, timeout=120,
     )
     assert started.returncode == 0, started.stderr
     yield {"address": f"127.0.0.1:{port}", "temp": temp}
@@ -102,22 +103,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def tasks_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "tags": list(t.tags),
-                }
-            )
-            + "\n"
-            for t in load_humaneval()[:10]
-        )
-    )
+    write_tasks(path, load_humaneval()[:10], "tags")
     return path
 
 
@@ -163,15 +149,8 @@ def stop_processes_under(temp: str) -> None:
 def local_sim_head(tasks_file, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("local")
     result = run(
-        "train",
-        "--tasks",
-        str(tasks_file),
-        "--pool",
-        str(SIM_POOL),
-        *TRAIN,
-        "--out",
-        str(root / "h.npz"),
-        home=root / "home",
+        "train", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), *TRAIN, "--out",
+        str(root / "h.npz"), home=root / "home",
     )
     assert result.returncode == 0, result.stderr
     return root / "h.npz"
@@ -186,33 +165,15 @@ def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_
     if pool == "replay":
         local = tmp_path / "local.npz"
         result = run(
-            "train",
-            "--tasks",
-            str(tasks_file),
-            "--pool",
-            source,
-            *TRAIN,
-            "--out",
-            str(local),
+            "train", "--tasks", str(tasks_file), "--pool", source, *TRAIN, "--out", str(local),
             home=tmp_path / "l",
         )
         assert result.returncode == 0, result.stderr
     on_ray = tmp_path / "ray.npz"
     loud = [f for f in TRAIN if f != "-q"]
     result = run(
-        "train",
-        "--tasks",
-        str(tasks_file),
-        "--pool",
-        source,
-        *loud,
-        "--out",
-        str(on_ray),
-        "--ray",
-        cluster["address"],
-        "--ray-workers",
-        "2",
-        home=tmp_path / "r",
+        "train", "--tasks", str(tasks_file), "--pool", source, *loud, "--out", str(on_ray), "--ray",
+        cluster["address"], "--ray-workers", "2", home=tmp_path / "r",
     )
     assert result.returncode == 0, result.stderr
     assert "playing on 2 Ray workers" in result.stderr
@@ -220,19 +181,8 @@ def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_
     assert same_head(local, on_ray)
     if pool == "sim":  # eval: every row the same, from a cold cache again
         flags = [
-            "eval",
-            "--tasks",
-            str(tasks_file),
-            "--split",
-            "all",
-            "--pool",
-            source,
-            "--weights",
-            str(local),
-            "--max-turns",
-            "2",
-            "--json",
-            "--no-log",
+            "eval", "--tasks", str(tasks_file), "--split", "all", "--pool", source, "--weights",
+            str(local), "--max-turns", "2", "--json", "--no-log",
         ]
         here = run(*flags, home=tmp_path / "e1")
         there = run(*flags, "--ray", cluster["address"], home=tmp_path / "e2")
@@ -242,14 +192,7 @@ def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_
 
 def test_profile_on_ray_gives_the_local_profiles(cluster, tasks_file, tmp_path):
     flags = [
-        "profile",
-        "--pool",
-        "ldb-humaneval",
-        "--tasks",
-        str(tasks_file),
-        "--n",
-        "6",
-        "--json",
+        "profile", "--pool", "ldb-humaneval", "--tasks", str(tasks_file), "--n", "6", "--json",
         "--no-log",
     ]
     here = run(*flags, home=tmp_path / "p1")
@@ -270,54 +213,34 @@ def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(
 ):
     """Sim agents and one agent behind a loopback server that answers after 1 s: the kill lands
     while episodes wait on it."""
-    loopback = LoopbackAgent(1.0)
+    server = loopback(1.0)
     try:
         pool = tmp_path / "mixed.toml"
-        pool.write_text(SIM_AGENTS + loopback.pool_toml(("remote",), KEY_ENV))
+        pool.write_text(SIM_AGENTS + loopback_pool(server, ("remote",)))
         local = run(
-            "train",
-            "--tasks",
-            str(tasks_file),
-            "--pool",
-            str(pool),
-            *TRAIN,
-            "--out",
-            str(tmp_path / "local.npz"),
-            home=tmp_path / "l",
+            "train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out",
+            str(tmp_path / "local.npz"), home=tmp_path / "l",
         )
         assert local.returncode == 0, local.stderr
-        calls_local = loopback.requests
+        calls_local = len(server.requests)
         proc = subprocess.Popen(
             [
-                TRINITY,
-                "train",
-                "--tasks",
-                str(tasks_file),
-                "--pool",
-                str(pool),
-                *TRAIN,
-                "--out",
-                str(tmp_path / "ray.npz"),
-                "--ray",
-                cluster["address"],
-                "--ray-workers",
-                "2",
+                TRINITY, "train", "--tasks", str(tasks_file), "--pool", str(pool), *TRAIN, "--out",
+                str(tmp_path / "ray.npz"), "--ray", cluster["address"], "--ray-workers", "2",
             ],
             env={**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(tmp_path / "r"), KEY_ENV: SECRET},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 300
         while (
-            loopback.requests < calls_local + 3 or len(worker_pids()) < 2
+            len(server.requests) < calls_local + 3 or len(worker_pids()) < 2
         ):  # episodes in flight on both workers
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
             time.sleep(0.2)
         os.kill(worker_pids()[0], signal.SIGKILL)
         _, stderr = proc.communicate(timeout=600)
     finally:
-        loopback.close()
+        server.close()
     assert proc.returncode == 0, stderr
     assert "died; replaced it" in stderr
     assert same_head(tmp_path / "local.npz", tmp_path / "ray.npz")
@@ -327,18 +250,8 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_local_head(
     cluster, tasks_file, local_sim_head, tmp_path
 ):
     flags = [
-        "train",
-        "--tasks",
-        str(tasks_file),
-        "--pool",
-        str(SIM_POOL),
-        *TRAIN,
-        "--out",
-        str(tmp_path / "h.npz"),
-        "--ray",
-        cluster["address"],
-        "--ray-workers",
-        "2",
+        "train", "--tasks", str(tasks_file), "--pool", str(SIM_POOL), *TRAIN, "--out",
+        str(tmp_path / "h.npz"), "--ray", cluster["address"], "--ray-workers", "2",
     ]
     env = {**os.environ, **TOKEN_AUTH, "TRINITY_HOME": str(tmp_path / "home")}
     proc = subprocess.Popen(
@@ -369,39 +282,25 @@ def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(
     """Four workers on network-bound agents: together they stop before passing the budget (what
     the server was paid for and the run's account), and the key the agents received is in no
     file of Ray's, the run's or the caches'."""
-    loopback = LoopbackAgent(0.2)
+    server = loopback(0.2)
     try:
         pool = tmp_path / "paid.toml"
-        pool.write_text(
-            loopback.pool_toml(("a", "b", "c"), KEY_ENV, price=100.0)
-        )  # $0.012 a call (100 + 20 tokens)
+        pool.write_text(loopback_pool(server, ("a", "b", "c"), price=100.0))  # $0.0105 a call
         flags = [f for f in TRAIN if f != "--no-log"]
         result = run(
-            "train",
-            "--tasks",
-            str(tasks_file),
-            "--pool",
-            str(pool),
-            *flags,
-            "--out",
-            str(tmp_path / "h.npz"),
-            "--budget-usd",
-            "0.5",
-            "--ray",
-            cluster["address"],
-            "--ray-workers",
-            "4",
-            home=tmp_path / "home",
+            "train", "--tasks", str(tasks_file), "--pool", str(pool), *flags, "--out",
+            str(tmp_path / "h.npz"), "--budget-usd", "0.5", "--ray", cluster["address"],
+            "--ray-workers", "4", home=tmp_path / "home",
         )
     finally:
-        loopback.close()
+        server.close()
     assert result.returncode == 5, result.stderr
-    paid = loopback.requests * 120 * 100.0 / 1e6
+    paid = len(server.requests) * TOKENS * 100.0 / 1e6
     assert 0 < paid <= 0.5
     logged = json.loads(run("logs", "-n", "1", "--json", home=tmp_path / "home").stdout)[0]
     # the run's own account (which also prices replies the cache answered) bounds what was paid
     assert logged["command"] == "train" and paid - 1e-9 <= logged["usd"] <= 0.5
-    assert loopback.keys == {SECRET}
+    assert keys_sent(server) == {SECRET}
     assert SECRET not in result.stdout + result.stderr
     leaked = [
         p
@@ -418,29 +317,12 @@ def test_ray_local_starts_a_private_cluster_and_leaves_no_ray_process(tasks_file
     seen: set[str] = set()
     proc = subprocess.Popen(
         [
-            TRINITY,
-            "eval",
-            "--tasks",
-            str(tasks_file),
-            "--split",
-            "all",
-            "--pool",
-            str(SIM_POOL),
-            "--weights",
-            "none",
-            "--max-turns",
-            "1",
-            "--json",
-            "--no-log",
-            "--ray",
-            "local",
-            "--ray-workers",
-            "1",
+            TRINITY, "eval", "--tasks", str(tasks_file), "--split", "all", "--pool", str(SIM_POOL),
+            "--weights", "none", "--max-turns", "1", "--json", "--no-log", "--ray", "local",
+            "--ray-workers", "1",
         ],
         env={**os.environ, "TRINITY_HOME": str(tmp_path / "home"), "RAY_TMPDIR": temp},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     while proc.poll() is None:
         seen |= processes_under(temp)
@@ -517,16 +399,14 @@ def test_a_dead_workers_settled_spend_is_taken_back_and_its_call_in_flight_count
 def test_without_ray_it_is_never_imported(tmp_path, tasks_file):
     code = (
         "import sys\nfrom trinity_cli.cli import main\n"
-        f"sys.argv = ['trinity', 'eval', '--tasks', {str(tasks_file)!r}, '--pool', {str(SIM_POOL)!r}, '--weights', 'none',"
+        f"sys.argv = ['trinity', 'eval', '--tasks', {str(tasks_file)!r}, '--pool', "
+        f"{str(SIM_POOL)!r}, '--weights', 'none',"
         " '--max-turns', '1', '--json', '--no-log']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\nprint('RAY=' + str('ray' in sys.modules), file=sys.stderr)\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint('RAY=' + str('ray' in sys.modules), "
+        "file=sys.stderr)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "TRINITY_HOME": str(tmp_path / "h")},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
+        [sys.executable, "-c", code], env={**os.environ, "TRINITY_HOME": str(tmp_path / "h")},
+        capture_output=True, text=True, check=False, timeout=300,
     )
     assert "RAY=False" in result.stderr, result.stderr

@@ -27,14 +27,10 @@ except ImportError:  # Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 PRICES = {  # USD per million tokens in / out, as the issue fixes them
-    "gpt-4-1106-preview": (10.0, 30.0),
-    "gpt-3.5-turbo-0613": (1.5, 2.0),
-    "codellama-34b-instruct": (0.78, 0.78),
-    "starcoder": (0.30, 0.30),
-    "gpt-4o-2024-08-06": (2.5, 10.0),
-    "gpt-4o-mini-2024-07-18": (0.15, 0.60),
-    "claude-3-5-sonnet-20240620": (3.0, 15.0),
-    "gemini-1.5-flash-002": (0.075, 0.30),
+    "gpt-4-1106-preview": (10.0, 30.0), "gpt-3.5-turbo-0613": (1.5, 2.0),
+    "codellama-34b-instruct": (0.78, 0.78), "starcoder": (0.30, 0.30),
+    "gpt-4o-2024-08-06": (2.5, 10.0), "gpt-4o-mini-2024-07-18": (0.15, 0.60),
+    "claude-3-5-sonnet-20240620": (3.0, 15.0), "gemini-1.5-flash-002": (0.075, 0.30),
     "deepseek-chat-v3": (0.27, 1.10),
 }
 # Reference solutions the full run (all 500 MBPP) found failing: MBPP/436's returns a number
@@ -84,13 +80,7 @@ def test_every_record_line_is_in_the_documented_format():
                 assert all(isinstance(c, str) and c for c in row["correct"]), where
             else:
                 assert set(row) <= {
-                    "model",
-                    "task_id",
-                    "code",
-                    "sample",
-                    "round",
-                    "tokens_in",
-                    "tokens_out",
+                    "model", "task_id", "code", "sample", "round", "tokens_in", "tokens_out",
                 }, where
                 assert isinstance(row["code"], str) and row["code"], where
                 assert row.get("sample", 0) >= 0 and row.get("round", 0) >= 0, where
@@ -109,8 +99,7 @@ def test_each_pool_covers_its_task_set_and_its_toml_replays_its_models():
                 for r in mine:
                     rounds.setdefault(r["task_id"], []).append(r["round"])
                 assert all(sorted(v) == list(range(len(v))) for v in rounds.values()), (
-                    pool.name,
-                    model,
+                    pool.name, model,
                 )
         agents = tomllib.loads(pool.path.read_text("utf-8"))["agents"]
         assert tuple(a["model"] for a in agents) == pool.models
@@ -126,9 +115,7 @@ def test_gpt4_keeps_no_repairs_and_the_others_keep_their_own():
     rows = records("ldb-humaneval")
     repaired = {r["model"] for r in rows if r["round"] > 0}
     assert repaired == {
-        "gpt-3.5-turbo-0613",
-        "codellama-34b-instruct",
-        "starcoder",
+        "gpt-3.5-turbo-0613", "codellama-34b-instruct", "starcoder",
     }  # gpt-4-seed: another backbone
 
 
@@ -210,17 +197,14 @@ def test_pool_list_shows_the_bundled_pools_and_task_sets():
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
     assert [(p["name"], p["task_set"], len(p["models"])) for p in data["pools"]] == [
-        ("evalperf-all", "evalperf", 33),
-        ("evalperf-api", "evalperf", 5),
-        ("ldb-humaneval", "humaneval", 4),
-        ("ldb-mbpp", "mbpp", 3),
+        ("evalperf-all", "evalperf", 33), ("evalperf-api", "evalperf", 5),
+        ("ldb-humaneval", "humaneval", 4), ("ldb-mbpp", "mbpp", 3),
     ]
     sizes = {
         s["name"]: (s["tasks"], s["train"], s["test"], s["with_tests"]) for s in data["task_sets"]
     }
     assert sizes == {
-        "humaneval": (164, 107, 57, 164),
-        "mbpp": (500, 323, 177, 500),
+        "humaneval": (164, 107, 57, 164), "mbpp": (500, 323, 177, 500),
         "evalperf": (118, 72, 46, 71),
     }
     shown = trinity("pool", "--list")
@@ -230,10 +214,7 @@ def test_pool_list_shows_the_bundled_pools_and_task_sets():
 def test_the_wheel_ships_the_data_and_stays_under_20_mb(tmp_path):
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", str(ROOT), "-w", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
+        capture_output=True, text=True, check=False, timeout=600,
     )
     if (
         built.returncode
@@ -246,15 +227,9 @@ def test_the_wheel_ships_the_data_and_stays_under_20_mb(tmp_path):
     assert wheel.stat().st_size < 20 * 1024 * 1024
     names = set(zipfile.ZipFile(wheel).namelist())
     for rel in (
-        "manifest.json",
-        "NOTICE",
-        "licenses/CC-BY-4.0.txt",
-        "licenses/LDB-LICENSE.txt",
-        "licenses/EvalPlus-LICENSE.txt",
-        "licenses/HumanEval-MIT.txt",
-        "tasks/mbpp.jsonl.gz",
-        "tasks/evalperf.jsonl.gz",
-        "tasks/humaneval-visible-tests.json",
+        "manifest.json", "NOTICE", "licenses/CC-BY-4.0.txt", "licenses/LDB-LICENSE.txt",
+        "licenses/EvalPlus-LICENSE.txt", "licenses/HumanEval-MIT.txt", "tasks/mbpp.jsonl.gz",
+        "tasks/evalperf.jsonl.gz", "tasks/humaneval-visible-tests.json",
         *(f"records/{p}.jsonl.gz" for p in bundled.pool_names()),
         *(f"pools/{p}.toml" for p in bundled.pool_names()),
     ):

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.cli import assert_clean_failure, trinity
+from support.tasks import write_tasks
 
 from trinity_cli.core.episode import run_episode
 from trinity_cli.core.head import PlanPolicy
@@ -43,10 +44,7 @@ def wrong(task: Task) -> str:
 USER_RECORD = [
     {"model": CHEAP, "task_id": A.task_id, "code": wrong(A)},  # round 0 fails ...
     {
-        "model": CHEAP,
-        "task_id": A.task_id,
-        "code": right(A),
-        "round": 1,
+        "model": CHEAP, "task_id": A.task_id, "code": right(A), "round": 1,
     },  # ... its own repair passes
     {"model": CHEAP, "task_id": B.task_id, "code": right(B), "sample": 0},
     {"model": CHEAP, "task_id": B.task_id, "code": wrong(B), "sample": 1},
@@ -99,22 +97,7 @@ def user(workdir: Path) -> Path:
     folder.mkdir()
     write_record(folder / "rec.jsonl.gz", USER_RECORD)
     write_pool(folder)
-    (folder / "tasks.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                    "visible_tests": list(t.visible_tests),
-                }
-            )
-            + "\n"
-            for t in (A, B, C, D)
-        )
-    )
+    write_tasks(folder / "tasks.jsonl", (A, B, C, D), "visible_tests")
     return folder
 
 
@@ -125,11 +108,8 @@ def agents_of(pool: Path, tasks=(A, B, C, D)):
 def worker(agent, task: Task, **fields) -> str:
     reply = agent.provider.complete(
         Request(
-            Role.WORKER,
-            SYSTEM_PROMPTS[Role.WORKER],
-            f"## Task\n\n{task.prompt}",
-            task_id=task.task_id,
-            **fields,
+            Role.WORKER, SYSTEM_PROMPTS[Role.WORKER], f"## Task\n\n{task.prompt}",
+            task_id=task.task_id, **fields,
         )
     )
     return extract_code(reply.text)
@@ -194,23 +174,15 @@ def test_each_bad_record_line_is_a_config_error_naming_file_and_line(tmp_path, l
 @pytest.mark.parametrize(
     "line",
     [
-        '{"model": "m", "task_id": ',
-        '{"model": "m", "task_id": "HumanEval/0", "code": 1}',
+        '{"model": "m", "task_id": ', '{"model": "m", "task_id": "HumanEval/0", "code": 1}',
         '{"task_id": "HumanEval/0", "code": "x = 1"}',
     ],
 )
 def test_a_bad_record_line_stops_the_cli_with_exit_3_naming_file_and_line(user, line):
     record = write_record(user / "rec.jsonl.gz", USER_RECORD, raw_lines=(line,))
     result = trinity(
-        "eval",
-        "--weights",
-        "none",
-        "--tasks",
-        str(user / "tasks.jsonl"),
-        "--pool",
-        str(user / "pool.toml"),
-        "--no-log",
-        "--no-cache",
+        "eval", "--weights", "none", "--tasks", str(user / "tasks.jsonl"), "--pool",
+        str(user / "pool.toml"), "--no-log", "--no-cache",
     )
     assert_clean_failure(result, 3, f"{record.resolve()}:{len(USER_RECORD) + 1}:")
     listed = trinity("pool", "--pool", str(user / "pool.toml"), "--json")
@@ -264,13 +236,19 @@ def test_replay_pool_keys_roles_and_record_lookup(user):
         user / "rec.jsonl.gz"
     )  # relative to the pool file, not the cwd
     bundled = parse_pool(
-        '[[agents]]\nname = "g"\nprovider = "replay"\nrecord = "ldb-humaneval"\nmodel = "starcoder"\n',
+        (
+            '[[agents]]\nname = "g"\nprovider = "replay"\n'
+            'record = "ldb-humaneval"\nmodel = "starcoder"\n'
+        ),
         "p.toml",
     )
     assert bundled.agents[0].record.endswith("data/records/ldb-humaneval.jsonl.gz")
     cases = [
         (
-            'provider = "replay"\nrecord = "ldb-humaneval"\nmodel = "starcoder"\nroles = ["thinker", "worker"]',
+            (
+                'provider = "replay"\nrecord = "ldb-humaneval"\nmodel = "starcoder"\n'
+                'roles = ["thinker", "worker"]'
+            ),
             "p.toml: agents[a].roles includes thinker",
         ),
         (
@@ -295,9 +273,7 @@ def test_a_bundled_pool_by_name_and_its_agents_usable(workdir):
     assert listed.returncode == 0, listed.stderr
     agents = json.loads(listed.stdout)["agents"]
     assert [(a["name"], a["provider"], a["usable"]) for a in agents] == [
-        ("gpt-4", "replay", True),
-        ("gpt-3.5", "replay", True),
-        ("codellama-34b", "replay", True),
+        ("gpt-4", "replay", True), ("gpt-3.5", "replay", True), ("codellama-34b", "replay", True),
         ("starcoder", "replay", True),
     ]
     assert all("164 tasks" in a["detail"] for a in agents)
@@ -313,15 +289,8 @@ def test_a_bundled_pool_by_name_and_its_agents_usable(workdir):
 def test_a_model_the_record_lacks_is_exit_3_naming_agent_and_model(user):
     write_pool(user, dear="ghost-model")
     result = trinity(
-        "eval",
-        "--weights",
-        "none",
-        "--tasks",
-        str(user / "tasks.jsonl"),
-        "--pool",
-        str(user / "pool.toml"),
-        "--no-log",
-        "--no-cache",
+        "eval", "--weights", "none", "--tasks", str(user / "tasks.jsonl"), "--pool",
+        str(user / "pool.toml"), "--no-log", "--no-cache",
     )
     assert_clean_failure(result, 3, "agent 'dear': its record")
     assert "no model 'ghost-model'" in result.stderr
@@ -334,12 +303,7 @@ def test_a_model_the_record_lacks_is_exit_3_naming_agent_and_model(user):
 def test_a_task_the_record_lacks_is_exit_3_naming_agent_model_and_first_task(user):
     for command in (["eval", "--weights", "none"], ["train", "--out", str(user / "h.npz")]):
         result = trinity(
-            *command,
-            "--tasks",
-            "humaneval",
-            "--pool",
-            str(user / "pool.toml"),
-            "--no-log",
+            *command, "--tasks", "humaneval", "--pool", str(user / "pool.toml"), "--no-log",
             "--no-cache",
         )
         assert_clean_failure(result, 3, "agent 'cheap' replays model 'cheap-model'")
@@ -402,8 +366,7 @@ def test_cost_is_the_coordinators_token_count_at_the_pools_prices(user, gguf_pat
     reply = cheap.provider.complete(request)
     count = lambda text: len(load_model(gguf_path).tokenize(text, bos=False))
     assert (reply.tokens_in, reply.tokens_out) == (
-        count(request.system) + count(request.user),
-        count(reply.text),
+        count(request.system) + count(request.user), count(reply.text),
     )
     assert (
         reply.usd == pytest.approx((0.5 * reply.tokens_in + 1.0 * reply.tokens_out) / 1e6)
@@ -413,11 +376,8 @@ def test_cost_is_the_coordinators_token_count_at_the_pools_prices(user, gguf_pat
     assert (recorded.tokens_in, recorded.tokens_out) == (100, 200)  # the record's own counts win
     verdict = cheap.provider.complete(
         Request(
-            Role.VERIFIER,
-            SYSTEM_PROMPTS[Role.VERIFIER],
-            "## Task\n\nlong transcript",
-            task_id=A.task_id,
-            candidate=right(A),
+            Role.VERIFIER, SYSTEM_PROMPTS[Role.VERIFIER], "## Task\n\nlong transcript",
+            task_id=A.task_id, candidate=right(A),
         )
     )
     assert verdict.tokens_in == count(SYSTEM_PROMPTS[Role.VERIFIER]) + count(
@@ -441,10 +401,7 @@ def test_pass_rate_records_pass_at_their_rate_and_their_failures_really_fail(tmp
     rows = [
         {"model": "often", "task_id": A.task_id, "pass_rate": 0.8, "correct": [right(A)]},
         {
-            "model": "rarely",
-            "task_id": A.task_id,
-            "pass_rate": 0.25,
-            "correct": [],
+            "model": "rarely", "task_id": A.task_id, "pass_rate": 0.25, "correct": [],
         },  # borrows often's program
         {"model": "often", "task_id": B.task_id, "pass_rate": 0.5, "correct": [right(B)]},
         {"model": "rarely", "task_id": B.task_id, "pass_rate": 0.0, "correct": [TRICKY_B]},
@@ -456,10 +413,7 @@ def test_pass_rate_records_pass_at_their_rate_and_their_failures_really_fail(tmp
     )
     rarely, often = agents_of(tmp_path / "pool.toml", [A, B])
     for agent, task, rate in (
-        (often, A, 0.8),
-        (rarely, A, 0.25),
-        (often, B, 0.5),
-        (rarely, B, 0.0),
+        (often, A, 0.8), (rarely, A, 0.25), (often, B, 0.5), (rarely, B, 0.0),
     ):
         programs = [worker(agent, task, sample=s) for s in range(200)]
         passing = [p for p in programs if p in (right(task), TRICKY_B)]
@@ -479,7 +433,8 @@ def test_expected_pass_is_unbiased_when_a_verifier_saw_the_answer(tmp_path):
         [{"model": "m", "task_id": A.task_id, "pass_rate": 0.6, "correct": [right(A)]}],
     )
     (tmp_path / "pool.toml").write_text(
-        '[[agents]]\nname = "m"\nprovider = "replay"\nrecord = "r.jsonl"\nmodel = "m"\nprice_in = 1\nprice_out = 1\n'
+        '[[agents]]\nname = "m"\nprovider = "replay"\nrecord = "r.jsonl"\nmodel = "m"\n'
+        "price_in = 1\nprice_out = 1\n"
     )
     spec = load_pool(str(tmp_path / "pool.toml")).agents[0]
     grader, plan = Grader(), PlanPolicy(1, ((0, Role.WORKER), (0, Role.VERIFIER), (0, Role.WORKER)))
@@ -506,7 +461,8 @@ def test_a_task_without_tests_gets_an_unverified_mutant(tmp_path):
         [{"model": "m", "task_id": "X/1", "pass_rate": 0.0, "correct": [right(A)]}],
     )
     (tmp_path / "pool.toml").write_text(
-        '[[agents]]\nname = "m"\nprovider = "replay"\nrecord = "r.jsonl"\nmodel = "m"\nprice_in = 1\nprice_out = 1\n'
+        '[[agents]]\nname = "m"\nprovider = "replay"\nrecord = "r.jsonl"\nmodel = "m"\n'
+        "price_in = 1\nprice_out = 1\n"
     )
     (agent,) = agents_of(tmp_path / "pool.toml", [untested])
     mutant = worker(agent, untested)
@@ -519,10 +475,7 @@ def test_a_task_without_tests_gets_an_unverified_mutant(tmp_path):
 def verdict_of(agent, task: Task, candidate: str) -> str:
     return agent.provider.complete(
         Request(
-            Role.VERIFIER,
-            SYSTEM_PROMPTS[Role.VERIFIER],
-            "## Task",
-            task_id=task.task_id,
+            Role.VERIFIER, SYSTEM_PROMPTS[Role.VERIFIER], "## Task", task_id=task.task_id,
             candidate=candidate,
         )
     ).text
@@ -557,23 +510,13 @@ def test_solve_answers_a_recorded_tasks_prompt_and_refuses_any_other_problem(use
         f"```python\n{C.prompt}\n```\n"
     )  # whitespace aside, C's prompt
     solved = trinity(
-        "solve",
-        str(user / "problem.md"),
-        "--pool",
-        str(user / "pool.toml"),
-        "--weights",
-        "none",
-        "--json",
-        "--no-log",
-        cwd=user,
+        "solve", str(user / "problem.md"), "--pool", str(user / "pool.toml"), "--weights", "none",
+        "--json", "--no-log", cwd=user,
     )
     assert solved.returncode == 0, solved.stderr
     out = json.loads(solved.stdout)
     assert [(t["agent"], t["role"]) for t in out["turns"]] == [
-        ("cheap", "worker"),
-        ("cheap", "verifier"),
-        ("dear", "worker"),
-        ("dear", "verifier"),
+        ("cheap", "worker"), ("cheap", "verifier"), ("dear", "worker"), ("dear", "verifier"),
     ]
     assert "fails the task's 2 visible tests" in out["turns"][1]["text"]
     assert run_check(C, out["answer"])
@@ -582,14 +525,8 @@ def test_solve_answers_a_recorded_tasks_prompt_and_refuses_any_other_problem(use
     )  # the replies' tokens were counted, not reported: the $ is estimated
     (user / "other.md").write_text("Write a function that adds two numbers.\n")
     refused = trinity(
-        "solve",
-        str(user / "other.md"),
-        "--pool",
-        str(user / "pool.toml"),
-        "--weights",
-        "none",
-        "--no-log",
-        cwd=user,
+        "solve", str(user / "other.md"), "--pool", str(user / "pool.toml"), "--weights", "none",
+        "--no-log", cwd=user,
     )
     assert_clean_failure(refused, 3, "answers only a recorded task")
 
@@ -597,25 +534,8 @@ def test_solve_answers_a_recorded_tasks_prompt_and_refuses_any_other_problem(use
 def test_train_and_eval_run_end_to_end_on_a_user_record(user):
     tasks, pool, head = str(user / "tasks.jsonl"), str(user / "pool.toml"), str(user / "head.npz")
     trained = trinity(
-        "train",
-        "--tasks",
-        tasks,
-        "--pool",
-        pool,
-        "--out",
-        head,
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--batch-size",
-        "2",
-        "--max-turns",
-        "2",
-        "--project",
-        "2",
-        "--no-log",
-        "--no-cache",
+        "train", "--tasks", tasks, "--pool", pool, "--out", head, "--generations", "1", "--popsize",
+        "2", "--batch-size", "2", "--max-turns", "2", "--project", "2", "--no-log", "--no-cache",
         "-q",
     )
     assert trained.returncode == 0, trained.stderr
@@ -624,20 +544,8 @@ def test_train_and_eval_run_end_to_end_on_a_user_record(user):
         meta["agent_roles"] == [["worker", "verifier"]] * 2
     )  # the head records the mask: replay agents cannot think
     evaluated = trinity(
-        "eval",
-        "--weights",
-        head,
-        "--tasks",
-        tasks,
-        "--split",
-        "all",
-        "--pool",
-        pool,
-        "--max-turns",
-        "3",
-        "--json",
-        "--no-log",
-        "--no-cache",
+        "eval", "--weights", head, "--tasks", tasks, "--split", "all", "--pool", pool,
+        "--max-turns", "3", "--json", "--no-log", "--no-cache",
     )
     assert evaluated.returncode == 0, evaluated.stderr
     rows = {r["policy"]: r for r in json.loads(evaluated.stdout)["rows"]}
@@ -663,22 +571,9 @@ def test_train_dry_run_bounds_replay_replies_by_the_record_not_max_tokens(user):
     )
     longest = max(len(row["code"].encode()) for row in USER_RECORD)
     result = trinity(
-        "train",
-        "--tasks",
-        str(user / "tasks.jsonl"),
-        "--pool",
-        str(pool),
-        "--out",
-        str(user / "h.npz"),
-        "--dry-run",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--batch-size",
-        "2",
-        "--max-turns",
-        "1",
+        "train", "--tasks", str(user / "tasks.jsonl"), "--pool", str(pool), "--out",
+        str(user / "h.npz"), "--dry-run", "--generations", "1", "--popsize", "2", "--batch-size",
+        "2", "--max-turns", "1",
     )
     assert result.returncode == 0, result.stderr
     plan = dict(line.split(": ", 1) for line in result.stdout.splitlines())
@@ -695,9 +590,7 @@ def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
         handle.write(
             json.dumps(
                 {
-                    "task_id": untested.task_id,
-                    "prompt": A.prompt,
-                    "entry_point": A.entry_point,
+                    "task_id": untested.task_id, "prompt": A.prompt, "entry_point": A.entry_point,
                     "test": "",
                 }
             )
@@ -709,44 +602,22 @@ def test_train_and_eval_leave_out_tasks_without_tests_and_say_so(user):
         + [{"model": m, "task_id": untested.task_id, "code": right(A)} for m in (CHEAP, DEAR)],
     )
     result = trinity(
-        "eval",
-        "--weights",
-        "none",
-        "--tasks",
-        str(user / "tasks.jsonl"),
-        "--split",
-        "all",
-        "--pool",
-        str(user / "pool.toml"),
-        "--max-turns",
-        "1",
-        "--json",
-        "--no-log",
-        "--no-cache",
+        "eval", "--weights", "none", "--tasks", str(user / "tasks.jsonl"), "--split", "all",
+        "--pool", str(user / "pool.toml"), "--max-turns", "1", "--json", "--no-log", "--no-cache",
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["tasks"] == 4
     assert "1 of the 5 tasks have no tests and are left out" in result.stderr
     planned = trinity(
-        "train",
-        "--tasks",
-        str(user / "tasks.jsonl"),
-        "--pool",
-        str(user / "pool.toml"),
-        "--dry-run",
-        "--out",
-        str(user / "h.npz"),
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--batch-size",
-        "8",
+        "train", "--tasks", str(user / "tasks.jsonl"), "--pool", str(user / "pool.toml"),
+        "--dry-run", "--out", str(user / "h.npz"), "--generations", "1", "--popsize", "2",
+        "--batch-size", "8",
     )
     assert planned.returncode == 0, planned.stderr
     assert "have no tests and are left out" in planned.stderr
-    # the search: 1 generation × 2 candidates × the 2 gradable train tasks (A, B), then the head on both
+    # the search: 1 generation × 2 candidates × the 2 gradable train tasks (A, B), then the head
+    # on both
     assert (
-        "search: 6 episodes (1 generations × 2 candidates × 2 tasks, then the head on the 2 training"
-        in planned.stdout
+        "search: 6 episodes (1 generations × 2 candidates × 2 tasks, "
+        "then the head on the 2 training" in planned.stdout
     )

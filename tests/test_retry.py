@@ -23,10 +23,7 @@ OK_PLAIN = openai_json("def add(a, b): return a + b")
 
 def provider(server, waits, **kw):
     spec = AgentSpec(
-        name="flaky",
-        provider="openai",
-        model="m",
-        base_url=f"{server.url}/v1",
+        name="flaky", provider="openai", model="m", base_url=f"{server.url}/v1",
         **{"timeout_s": 5.0, "retries": 3, **kw},
     )
     return RetryingProvider(OpenAIProvider(spec), spec, sleep=waits.append, rng=random.Random(0))
@@ -34,8 +31,7 @@ def provider(server, waits, **kw):
 
 def error(status: int, **headers: str) -> Scripted:
     return Scripted(
-        status,
-        json.dumps({"error": {"message": f"status {status}", "type": "x"}}).encode(),
+        status, json.dumps({"error": {"message": f"status {status}", "type": "x"}}).encode(),
         headers=headers,
     )
 
@@ -51,9 +47,7 @@ def test_429_with_retry_after_is_honoured(server):
 def test_503_with_an_http_date_retry_after_and_500_then_success_backs_off(server):
     waits: list[float] = []
     server.responses += [
-        error(503, **{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}),
-        error(500),
-        OK_PLAIN,
+        error(503, **{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}), error(500), OK_PLAIN,
     ]
     reply = provider(server, waits).complete(REQUEST)
     assert "return a + b" in reply.text

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 
 from trinity_cli.core.episode import Agent, role_mask, run_episode
-from trinity_cli.core.head import Choice, PipelinePolicy, RandomPolicy, decide
+from trinity_cli.core.head import PipelinePolicy, RandomPolicy, TurnProbs, decide
 from trinity_cli.core.provider import Prices
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.core.transcript import Problem
@@ -47,7 +47,7 @@ def probabilities(draw, n):
 def masked_choices(draw):
     """A mask and a policy's choice over its agents and the three roles."""
     mask = draw(masks())
-    return mask, Choice(probabilities(draw, mask.shape[0]), probabilities(draw, 3))
+    return mask, TurnProbs(probabilities(draw, mask.shape[0]), probabilities(draw, 3))
 
 
 @settings(max_examples=300, deadline=None)
@@ -86,7 +86,7 @@ def test_greedy_is_the_joint_argmax_and_sampling_follows_the_joint(mask_and_choi
 
 
 def test_without_a_mask_the_choice_is_the_old_independent_one():
-    choice = Choice(np.array([0.2, 0.5, 0.3]), np.array([0.1, 0.6, 0.3]))
+    choice = TurnProbs(np.array([0.2, 0.5, 0.3]), np.array([0.1, 0.6, 0.3]))
     for draws in (None, (0.1, 0.9), (0.75, 0.05)):
         chosen = decide(choice, None, draws)
         expect_agent = (
@@ -112,10 +112,7 @@ def test_the_fixed_policies_and_baselines_keep_the_mask(mask, turn):
     assert mask[random.agent, random.role]
     agents = [
         Agent(
-            f"a{i}",
-            None,
-            10,
-            Prices(float(i), float(i)),
+            f"a{i}", None, 10, Prices(float(i), float(i)),
             roles=frozenset(r for r, ok in zip(ROLE_ORDER, mask[i]) if ok),
         )
         for i in range(n)
@@ -134,8 +131,7 @@ def test_an_episode_never_gives_an_agent_a_role_it_may_not_play():
     """The policy wants agent 0 to think and verify; agent 0 may only work, agent 1 only verify."""
     code = "```python\ndef add(a, b):\n    return a + b\n```"
     worker, checker = (
-        ScriptedProvider([code, code, code]),
-        ScriptedProvider(["<verdict>ACCEPT</verdict>"]),
+        ScriptedProvider([code, code, code]), ScriptedProvider(["<verdict>ACCEPT</verdict>"]),
     )
     agents = [
         Agent("w", worker, 100, roles=frozenset({W})),
@@ -143,10 +139,7 @@ def test_an_episode_never_gives_an_agent_a_role_it_may_not_play():
     ]
     policy = ScriptedPolicy(((0, T), (0, V), (0, V)))
     result = run_episode(
-        Problem("Write add.", "def add(a, b):\n"),
-        agents,
-        CountingCoordinator(),
-        policy,
+        Problem("Write add.", "def add(a, b):\n"), agents, CountingCoordinator(), policy,
         max_turns=3,
     )
     assert [(r.decision.agent, r.decision.role) for r in result.turns] == [("w", W), ("v", V)]

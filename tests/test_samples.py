@@ -16,7 +16,7 @@ import pytest
 from support.cli import trinity
 from support.wire.server import WireServer, openai_stream
 
-from trinity_cli.cli.solve import NO_EXAMPLES, read_problem
+from trinity_cli.cli.problem import NO_EXAMPLES, read_problem
 from trinity_cli.core.roles import STDIN_PROGRAM_NOTE
 from trinity_cli.errors import UsageError
 from trinity_cli.tasks.checks import TestSuite, suite_from_file, suite_from_problem
@@ -31,16 +31,8 @@ PROBLEMS = Path(__file__).parent / "data" / "problems"
 # under "## Sample tests", ~~~ fences holding blank lines; upside_down: plain grid rows that
 # start with "#" (and a right program that prints trailing spaces and a blank line).
 SAMPLE_COUNTS = {
-    "average_speed": 3,
-    "bus_fare": 2,
-    "lamps": 2,
-    "leap_year": 5,
-    "longest_run": 3,
-    "paragraphs": 2,
-    "reverse_words": 2,
-    "stairs": 2,
-    "tiles": 3,
-    "times_table_crlf": 2,
+    "average_speed": 3, "bus_fare": 2, "lamps": 2, "leap_year": 5, "longest_run": 3,
+    "paragraphs": 2, "reverse_words": 2, "stairs": 2, "tiles": 3, "times_table_crlf": 2,
     "upside_down": 2,
 }
 
@@ -88,9 +80,7 @@ def test_what_a_layout_holds_is_read_exactly():
         find_samples(texts["paragraphs"])[1].input == "x\n\n\ny\n\nz\n"
     )  # a fence keeps blank lines
     assert [s.output for s in find_samples(texts["longest_run"])] == [
-        "3\n",
-        "2\n",
-        "4\n",
+        "3\n", "2\n", "4\n",
     ]  # not the explanations
     assert find_samples(texts["bus_fare"])[0].input == "3\n5 30 40\n"  # an indented block, dedented
 
@@ -142,7 +132,8 @@ def test_numbers_compare_within_the_stated_tolerance_and_exactly_without_one(sui
     suite = suites["average_speed"]
     assert suite is not None and suite.tests.tolerance == pytest.approx(1e-6)
     scaled = (
-        "import sys\nn, *v = map(int, sys.stdin.read().split())\nlegs = list(zip(v[::2], v[1::2]))\n"
+        "import sys\nn, *v = map(int, sys.stdin.read().split())\n"
+        "legs = list(zip(v[::2], v[1::2]))\n"
         "print(sum(d for d, _ in legs) / sum(d / s for d, s in legs) * (1 + {}))\n"
     )
     assert suite.run(scaled.format("5e-7")).passed
@@ -160,8 +151,7 @@ def test_numbers_compare_within_the_stated_tolerance_and_exactly_without_one(sui
         ("absolute or relative error at most $10^{-6}$", 1e-6),
         ("The answer is accepted if it differs from the true value by at most 10^-9.", 1e-9),
         ("Your output may have an absolute error up to 1e-4.", 1e-4),
-        ("error not exceeding 2 \\times 10^{−5}", 2e-5),
-        ("tolerance 10<sup>-3</sup>", 1e-3),
+        ("error not exceeding 2 \\times 10^{−5}", 2e-5), ("tolerance 10<sup>-3</sup>", 1e-3),
         ("1 <= N <= 10^5, and print the answer modulo 998244353.", None),
         ("It takes 1e-3 seconds per step.", None),
     ],
@@ -174,16 +164,12 @@ def test_the_stated_tolerance_is_parsed(text, tolerance):
     "actual,expected,tolerance,equal",
     [
         (
-            "1 2\r\n3   \r\n\r\n\n",
-            "1 2\n3\n",
-            None,
-            True,
+            "1 2\r\n3   \r\n\r\n\n", "1 2\n3\n", None, True,
         ),  # CRLF, trailing spaces, trailing blank lines
         ("1  2\n", "1 2\n", None, True),  # tokens, not spacing
         ("1 2\n", "1 2 3\n", None, False),
         ("3.0\n", "3\n", None, False),  # no tolerance: tokens must be equal
-        ("3.0000001\n", "3\n", 1e-6, True),
-        ("Yes\n", "yes\n", 1e-6, False),
+        ("3.0000001\n", "3\n", 1e-6, True), ("Yes\n", "yes\n", 1e-6, False),
         ("1\n\n2\n", "1\n2\n", None, False),  # a blank line inside counts
     ],
 )
@@ -207,10 +193,8 @@ def test_a_json_tests_file_is_stdin_stdout_cases(tmp_path, content):
 @pytest.mark.parametrize(
     "content,fragment",
     [
-        ("[{", "is not valid JSON"),
-        ('{"input": "1", "output": "2"}', "unknown key 'input'"),
-        ("[]", "at least one case"),
-        ('[{"input": "1"}]', "case 1 is not"),
+        ("[{", "is not valid JSON"), ('{"input": "1", "output": "2"}', "unknown key 'input'"),
+        ("[]", "at least one case"), ('[{"input": "1"}]', "case 1 is not"),
         ('[{"input": 1, "output": "2"}]', "case 1 is not"),
         ('{"tests": [{"input": "1", "output": "2"}], "tolerance": "small"}', "tolerance"),
     ],
@@ -275,10 +259,7 @@ def test_solve_checks_a_program_against_json_cases_end_to_end(server, workdir):
     result = solve("tiles.md", "--json")  # no --tests: the problem's own samples
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["tests"] == {
-        "source": "problem samples",
-        "count": 3,
-        "passed": True,
-        "summary": "3/3 passed",
+        "source": "problem samples", "count": 3, "passed": True, "summary": "3/3 passed",
     }
 
     (workdir / "bad.json").write_text('[{"input": "1"}]')

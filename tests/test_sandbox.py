@@ -187,21 +187,19 @@ def test_an_api_key_cannot_be_read_from_proc_of_the_parent(mode):
     trinity is non-dumpable, and the candidate holds no CAP_SYS_PTRACE, even as root."""
     program = (
         "import os\nfound = []\nfor pid in [os.getppid(), *os.listdir('/proc')]:\n"
-        "    try:\n        found.append(open(f'/proc/{pid}/environ', 'rb').read())\n    except OSError:\n        pass\n"
+        "    try:\n        found.append(open(f'/proc/{pid}/environ', 'rb').read())\n"
+        "    except OSError:\n        pass\n"
         f"assert any({SECRET[::-1].encode()!r}[::-1] in blob for blob in found)\n"
     )
     parent = (
         "import os, sys\nfrom trinity_cli.tasks.sandbox import run_in_mode\n"
         f"assert {SECRET!r}.encode() in open(f'/proc/{{os.getpid()}}/environ', 'rb').read()\n"
-        f"result = run_in_mode({program!r}, {mode!r})\nprint(result.passed, {SECRET!r} in result.stdout + result.stderr)\n"
+        f"result = run_in_mode({program!r}, {mode!r})\n"
+        f"print(result.passed, {SECRET!r} in result.stdout + result.stderr)\n"
     )
     env = {**os.environ, "ANTHROPIC_API_KEY": SECRET}
     done = subprocess.run(
-        [sys.executable, "-c", parent],
-        env=env,
-        capture_output=True,
-        check=False,
-        text=True,
+        [sys.executable, "-c", parent], env=env, capture_output=True, check=False, text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
@@ -225,8 +223,8 @@ def test_a_socket_to_loopback_cannot_connect(jail):
         waiter = threading.Thread(target=accept)
         waiter.start()
         result = run_in_mode(
-            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\n",
-            jail,
+            "import socket\n"
+            f"socket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\n", jail,
         )
         waiter.join()
     assert not result.passed and not accepted
@@ -235,16 +233,12 @@ def test_a_socket_to_loopback_cannot_connect(jail):
 
 def test_hostile_answers_are_failed_candidates_and_grading_goes_on():
     task = Task(
-        "t/add",
-        'def add(a, b):\n    """Sum."""\n',
-        "add",
-        "def check(f):\n    assert f(2, 3) == 5\n",
-        "    return a + b\n",
+        "t/add", 'def add(a, b):\n    """Sum."""\n', "add",
+        "def check(f):\n    assert f(2, 3) == 5\n", "    return a + b\n",
     )  # a prompt that loads alone, as HumanEval's do (the grader runs it first)
     grader = Grader()
     for hostile in [
-        "import os\nwhile True:\n    os.fork()\n",
-        "x = 'y' * (8 << 30)\n",
+        "import os\nwhile True:\n    os.fork()\n", "x = 'y' * (8 << 30)\n",
         "print('z' * (4 << 20))\n",
     ]:
         assert not grader.passes(task, hostile)

@@ -39,31 +39,16 @@ import pytest
 NOBODY = 65534
 TESTS = Path(__file__).resolve().parent
 ATTACKS = (
-    "home_file",
-    "tmp_file",
-    "host_processes",
-    "umount_home",
-    "umount_tmp",
-    "umount_proc",
-    "parent_environ",
-    "ptrace_parent",
-    "network",
-    "write_outside",
-    "capabilities",
-    "outlive",
-    "fork_bomb",
-    "memory_hog",
-    "fill_jail",
+    "home_file", "tmp_file", "host_processes", "umount_home", "umount_tmp", "umount_proc",
+    "parent_environ", "ptrace_parent", "network", "write_outside", "capabilities", "outlive",
+    "fork_bomb", "memory_hog", "fill_jail",
 )
 HOLDS = {  # mode → the attacks it contains (what `isolation()` claims for it; fork_bomb only
     "bwrap": set(ATTACKS),  # where `counts_processes` says so for the parent's uid)
     "namespaces": set(ATTACKS),
     "uid-drop": {"parent_environ", "ptrace_parent", "capabilities", "fork_bomb", "memory_hog"},
     "rlimits": {
-        "parent_environ",
-        "ptrace_parent",
-        "capabilities",
-        "memory_hog",
+        "parent_environ", "ptrace_parent", "capabilities", "memory_hog",
     },  # see `trinity doctor`
 }
 # With the isolation off, only the attacks meant for each control run: a root "off" child
@@ -154,8 +139,7 @@ def attack(path, then):
 '''
 
 PROGRAMS = {
-    "home_file": "show(HOME_SECRET)\n",
-    "tmp_file": "show(TMP_SECRET)\n",
+    "home_file": "show(HOME_SECRET)\n", "tmp_file": "show(TMP_SECRET)\n",
     "host_processes": "scan('cmdline', MARKER[::-1])\n",
     "umount_home": "attack(HOME, lambda: show(HOME_SECRET))\n",
     "umount_tmp": "attack('/tmp', lambda: show(TMP_SECRET))\n",
@@ -233,15 +217,10 @@ def program(attack: str, setup: dict) -> str:
     header = "".join(
         f"{name} = {value!r}\n"
         for name, value in {
-            "HOME": setup["home"],
-            "HOME_SECRET": setup["home"] + "/secret",
-            "TMP_SECRET": setup["tmp_plant"] + "/secret",
-            "MARKER": setup["marker"][::-1],
-            "KEY": setup["key"][::-1],
-            "HOST_PID": os.getpid(),
-            "PORT": setup["port"],
-            "TARGETS": setup["targets"],
-            "TAG": _tag(attack, setup),
+            "HOME": setup["home"], "HOME_SECRET": setup["home"] + "/secret",
+            "TMP_SECRET": setup["tmp_plant"] + "/secret", "MARKER": setup["marker"][::-1],
+            "KEY": setup["key"][::-1], "HOST_PID": os.getpid(), "PORT": setup["port"],
+            "TARGETS": setup["targets"], "TAG": _tag(attack, setup),
         }.items()
     )
     return PRELUDE + header + PROGRAMS[attack]
@@ -267,10 +246,8 @@ def drive() -> None:
 
     threading.Thread(target=accept, daemon=True).start()
     setup.update(
-        home=os.environ["HOME"],
-        key=os.environ["TRINITY_HOSTILE_KEY"],
-        port=listener.getsockname()[1],
-        marker=sys.argv[-1].split("=", 1)[1],
+        home=os.environ["HOME"], key=os.environ["TRINITY_HOSTILE_KEY"],
+        port=listener.getsockname()[1], marker=sys.argv[-1].split("=", 1)[1],
         tag="t" + uuid.uuid4().hex[:10],
     )
     mode = setup["mode"]
@@ -302,23 +279,17 @@ def drive() -> None:
         alive = _survivors(_tag(attack, setup))
         written = [t for t in setup["targets"] if Path(t).exists()]
         escaped = {
-            "home_file": setup["home_secret"] in out,
-            "umount_home": setup["home_secret"] in out,
-            "tmp_file": setup["tmp_secret"] in out,
-            "umount_tmp": setup["tmp_secret"] in out,
-            "host_processes": setup["marker"] in out,
-            "umount_proc": setup["marker"] in out,
-            "parent_environ": setup["key"] in out,
-            "ptrace_parent": "ATTACHED" in out,
-            "network": len(accepted) > before,
-            "write_outside": bool(written),
+            "home_file": setup["home_secret"] in out, "umount_home": setup["home_secret"] in out,
+            "tmp_file": setup["tmp_secret"] in out, "umount_tmp": setup["tmp_secret"] in out,
+            "host_processes": setup["marker"] in out, "umount_proc": setup["marker"] in out,
+            "parent_environ": setup["key"] in out, "ptrace_parent": "ATTACHED" in out,
+            "network": len(accepted) > before, "write_outside": bool(written),
             "capabilities": _holds_capabilities(
                 out, strict_bounding=mode != "rlimits" or os.geteuid() == 0
             ),
             "outlive": bool(alive),
             "fork_bomb": "FORKED" not in out or int(out.split("FORKED")[1].split()[0]) >= 64,
-            "memory_hog": "ALLOCATED" in out,
-            "fill_jail": "FILLED" in out,
+            "memory_hog": "ALLOCATED" in out, "fill_jail": "FILLED" in out,
         }[attack]
         evidence = out[-1500:] + (
             f"\nwritten on the host: {written}" if attack == "write_outside" else ""
@@ -349,34 +320,21 @@ def _run(mode: str, source: str, setup: dict, wall_s: float) -> str:
         mode == "weak"
     ):  # the jail of the previous release: mounts made by a process that keeps its caps
         user = ["--user", "--map-root-user"] if os.geteuid() else []
-        jail = 'mount -t tmpfs none "$HOME" && mount -t tmpfs none /tmp && mkdir /tmp/work && cd /tmp/work && exec "$0" -I -c "$1"'
+        jail = (
+            'mount -t tmpfs none "$HOME" && mount -t tmpfs none /tmp && mkdir /tmp/work && '
+            'cd /tmp/work && exec "$0" -I -c "$1"'
+        )
         command = [
-            "unshare",
-            *user,
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--mount",
-            "--net",
-            "--mount-proc",
-            "sh",
-            "-c",
-            jail,
-            python,
-            source,
+            "unshare", *user, "--pid", "--fork", "--kill-child", "--mount", "--net", "--mount-proc",
+            "sh", "-c", jail, python, source,
         ]
     with tempfile.TemporaryDirectory() as work:
         Path(work, "candidate.py").write_text(source)
         with open(Path(work, "out"), "w+") as out:  # a file, not a pipe: children may keep it open
             try:
                 subprocess.run(
-                    command,
-                    cwd=work,
-                    env={"PATH": "/usr/bin:/bin", "HOME": setup["home"]},
-                    stdout=out,
-                    stderr=out,
-                    timeout=wall_s,
-                    check=False,
+                    command, cwd=work, env={"PATH": "/usr/bin:/bin", "HOME": setup["home"]},
+                    stdout=out, stderr=out, timeout=wall_s, check=False,
                 )
             except subprocess.TimeoutExpired:
                 pass
@@ -457,10 +415,12 @@ def _launcher(parent: str, area: str) -> str:
     """sh: plant the home, open the blocked directories, become the parent, start the driver."""
     q = shlex.quote
     lines = [
-        "set -e",
-        f"mount -t tmpfs -o mode=0755 trinity-hostile {q(area)}",
+        "set -e", f"mount -t tmpfs -o mode=0755 trinity-hostile {q(area)}",
         f'mkdir -m 0755 {q(area)}/hostile && printf %s "$1" > {q(area)}/hostile/secret',
-        f"chmod 0644 {q(area)}/hostile/secret && mkdir -m 0777 {q(area)}/hostile/w {q(area)}/elsewhere",
+        (
+            f"chmod 0644 {q(area)}/hostile/secret && "
+            f"mkdir -m 0777 {q(area)}/hostile/w {q(area)}/elsewhere"
+        ),
         f"chmod 0777 {q(area)}/hostile/w {q(area)}/elsewhere && mkdir -m 0700 {q(area)}/.hold",
     ]
     if parent == "nobody":
@@ -527,11 +487,8 @@ def plants():
         (made[0] / "w").mkdir(mode=0o777)
         (made[0] / "w").chmod(0o777)
         yield {
-            "secrets": secrets,
-            "tmp_plant": str(made[0]),
-            "area": _area(),
-            "writable": [str(made[0] / "w"), str(made[1]), str(made[2])],
-            "runs": {},
+            "secrets": secrets, "tmp_plant": str(made[0]), "area": _area(),
+            "writable": [str(made[0] / "w"), str(made[1]), str(made[2])], "runs": {},
         }
     finally:
         for directory in made:
@@ -544,11 +501,8 @@ def outcomes(plants: dict, parent: str, mode: str) -> dict:
         area, secrets = plants["area"], plants["secrets"]
         attacks = [a for a in ATTACKS if mode in MODES_TRIED or CONTROL[a] == mode]
         setup = {
-            "mode": mode,
-            "attacks": attacks,
-            "tmp_plant": plants["tmp_plant"],
-            "home_secret": secrets["home"],
-            "tmp_secret": secrets["tmp"],
+            "mode": mode, "attacks": attacks, "tmp_plant": plants["tmp_plant"],
+            "home_secret": secrets["home"], "tmp_secret": secrets["tmp"],
             "targets": [
                 f"{d}/escaped-{mode}"
                 for d in [f"{area}/hostile/w", f"{area}/elsewhere", *plants["writable"]]
@@ -556,22 +510,10 @@ def outcomes(plants: dict, parent: str, mode: str) -> dict:
         }
         done = subprocess.run(
             [
-                "unshare",
-                "--mount",
-                "--",
-                "sh",
-                "-c",
-                _launcher(parent, area),
-                "sh",
-                secrets["home"],
-                secrets["key"],
-                secrets["marker"],
+                "unshare", "--mount", "--", "sh", "-c", _launcher(parent, area), "sh",
+                secrets["home"], secrets["key"], secrets["marker"],
             ],
-            input=json.dumps(setup),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+            input=json.dumps(setup), capture_output=True, text=True, timeout=300, check=False,
         )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
@@ -613,7 +555,8 @@ def test_the_attack_escapes_with_the_isolation_off(plants, parent, attack):
         )
     if attack == "ptrace_parent" and _yama() > 0:
         pytest.skip(
-            f"Yama ptrace_scope={_yama()} forbids a child to trace its parent even with the isolation off"
+            f"Yama ptrace_scope={_yama()} forbids a child to trace its parent "
+            "even with the isolation off"
         )
     escaped, evidence = outcomes(plants, parent, CONTROL[attack])[attack]
     assert escaped, evidence

@@ -42,9 +42,7 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
             "".join(
                 json.dumps(
                     {
-                        "task_id": t.task_id,
-                        "prompt": t.prompt,
-                        "entry_point": t.entry_point,
+                        "task_id": t.task_id, "prompt": t.prompt, "entry_point": t.entry_point,
                         "test": t.test,
                     }
                 )
@@ -63,34 +61,18 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
         server.responses += [openai_stream("plan") for _ in range(3)]
         outputs.append(
             run(
-                ["solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--jsonl"],
-                env,
+                ["solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--jsonl"], env,
                 tmp_path,
             )
         )
         server.responses += [openai_stream("```python\ndef f():\n    pass\n```") for _ in range(40)]
         trained = run(
             [
-                "train",
-                "--tasks",
-                "tasks.jsonl",
-                "--pool",
-                "pool.toml",
-                "--out",
-                "h.npz",
-                "--generations",
-                "1",
-                "--popsize",
-                "2",
-                "--batch-size",
-                "2",
-                "--max-turns",
-                "1",
-                "--folds",
-                "2",
+                "train", "--tasks", "tasks.jsonl", "--pool", "pool.toml", "--out", "h.npz",
+                "--generations", "1", "--popsize", "2", "--batch-size", "2", "--max-turns", "1",
+                "--folds", "2",
             ],
-            env,
-            tmp_path,
+            env, tmp_path,
         )
         assert trained.returncode == 0, trained.stderr
         outputs.append(trained)
@@ -114,9 +96,7 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
     )  # the run log, the echoed key in its stored error included
     db = sqlite3.connect(run_log)
     assert [r[0] for r in db.execute("SELECT command FROM runs ORDER BY id")] == [
-        "solve",
-        "solve",
-        "train",
+        "solve", "solve", "train",
     ]
     assert "***" in db.execute("SELECT error FROM runs WHERE id = 1").fetchone()[0]
     db.close()

@@ -82,12 +82,8 @@ def run(scripts, plan, max_turns):
     pool = [Agent("a0", ScriptedProvider(list(scripts)), 100)]
     problem = Problem.from_markdown(PROBLEM_TEXT)
     return run_episode(
-        problem,
-        pool,
-        CountingCoordinator(),
-        ScriptedPolicy(tuple(plan), n_agents=1),
-        max_turns=max_turns,
-        check=suite_from_problem(PROBLEM_TEXT).run,
+        problem, pool, CountingCoordinator(), ScriptedPolicy(tuple(plan), n_agents=1),
+        max_turns=max_turns, check=suite_from_problem(PROBLEM_TEXT).run,
     ), pool[0].provider
 
 
@@ -113,12 +109,8 @@ def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():
 
     provider = ScriptedProvider([BROKEN, ACCEPT, RIGHT, ACCEPT])
     result = run_episode(
-        Problem.from_markdown(PROBLEM_TEXT),
-        [Agent("a", provider, 100)],
-        CountingCoordinator(),
-        ScriptedPolicy(((0, W), (0, V), (0, W), (0, V))),
-        max_turns=4,
-        check=check,
+        Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
+        ScriptedPolicy(((0, W), (0, V), (0, W), (0, V))), max_turns=4, check=check,
     )
     assert result.verdict == "accepted" and len(result.turns) == 4
     assert ran == [
@@ -132,11 +124,8 @@ def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():
 def test_a_final_answer_that_does_not_parse_is_tests_failed_even_without_tests(reply):
     provider = ScriptedProvider([reply, ACCEPT])
     result = run_episode(
-        Problem.from_markdown(PROBLEM_TEXT),
-        [Agent("a", provider, 100)],
-        CountingCoordinator(),
-        ScriptedPolicy(((0, W), (0, V))),
-        max_turns=2,
+        Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
+        ScriptedPolicy(((0, W), (0, V))), max_turns=2,
     )
     assert result.verdict == "tests_failed" and result.verifier_verdict == "accept"
     assert result.check.source == "syntax" and not result.check.passed
@@ -145,11 +134,8 @@ def test_a_final_answer_that_does_not_parse_is_tests_failed_even_without_tests(r
 def test_a_parsing_answer_without_tests_is_the_verifiers_call():
     provider = ScriptedProvider([WRONG, ACCEPT])
     result = run_episode(
-        Problem.from_markdown(PROBLEM_TEXT),
-        [Agent("a", provider, 100)],
-        CountingCoordinator(),
-        ScriptedPolicy(((0, W), (0, V))),
-        max_turns=2,
+        Problem.from_markdown(PROBLEM_TEXT), [Agent("a", provider, 100)], CountingCoordinator(),
+        ScriptedPolicy(((0, W), (0, V))), max_turns=2,
     )
     assert result.verdict == "accepted" and result.check is None
 
@@ -163,14 +149,7 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
         )
         (workdir / "add.md").write_text(PROBLEM_TEXT)
         result = trinity(
-            "solve",
-            "add.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "3",
+            "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
             "--json",
         )
         assert result.returncode == 6, result.stderr
@@ -185,16 +164,8 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
         )  # the check line names the source the JSON names
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         result = trinity(
-            "solve",
-            "add.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "3",
-            "--jsonl",
-            "-q",
+            "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+            "--jsonl", "-q",
         )
         events = [json.loads(line) for line in result.stdout.splitlines()]
         [check] = [e for e in events if e["event"] == "check"]
@@ -206,32 +177,16 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
         (workdir / "tests.py").write_text("def test_add():\n    assert add(2, 2) == 4\n")
         server.responses += [openai_stream(s) for s in ["plan", RIGHT, ACCEPT]]
         result = trinity(
-            "solve",
-            "add.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "3",
-            "--tests",
-            "tests.py",
+            "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+            "--tests", "tests.py",
         )
         assert result.returncode == 0, result.stderr
         assert "return a + b" in result.stdout and "tests.py passed" in result.stderr
 
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         result = trinity(
-            "solve",
-            "add.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "3",
-            "--no-tests",
-            "-q",
+            "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+            "--no-tests", "-q",
         )
         assert (
             result.returncode == 0 and "a * b" in result.stdout
@@ -239,16 +194,8 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
 
         server.responses += [openai_stream(s) for s in ["plan", BROKEN, ACCEPT]]
         result = trinity(
-            "solve",
-            "add.md",
-            "--pool",
-            "pool.toml",
-            "--weights",
-            "none",
-            "--max-turns",
-            "3",
-            "--no-tests",
-            "--json",
+            "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
+            "--no-tests", "--json",
         )
         assert result.returncode == 6, result.stderr  # even with --no-tests, an answer must parse
         report = json.loads(result.stdout)

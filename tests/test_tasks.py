@@ -15,11 +15,8 @@ from trinity_cli.tasks.grading import Grader, run_check
 from trinity_cli.tasks.taskset import Task, load_humaneval, read_jsonl, select_split
 
 TASK = Task(
-    "t/add",
-    'def add(a, b):\n    """Sum."""\n',
-    "add",
-    "def check(f):\n    assert f(2, 3) == 5\n    assert f(-1, 1) == 0\n",
-    "    return a + b\n",
+    "t/add", 'def add(a, b):\n    """Sum."""\n', "add",
+    "def check(f):\n    assert f(2, 3) == 5\n    assert f(-1, 1) == 0\n", "    return a + b\n",
     ("math",),
 )
 
@@ -37,8 +34,7 @@ def test_humaneval_has_164_tagged_tasks_and_a_fixed_split():
 @pytest.mark.parametrize(
     "line,fragment",
     [
-        ("{not json", "not valid JSON"),
-        ('["a"]', "must be a JSON object"),
+        ("{not json", "not valid JSON"), ('["a"]', "must be a JSON object"),
         ('{"task_id": "x", "prompt": "p", "entry_point": "f"}', "field 'test' is missing"),
         (
             '{"task_id": "x", "prompt": "p", "entry_point": "f", "test": "t", "tags": "math"}',
@@ -76,8 +72,7 @@ def test_grader_caches_by_task_and_answer(tmp_path):
 def sim_agent(**skills):
     pool = parse_pool(
         '[[agents]]\nname="s"\nprovider="sim"\nmodel="sim"\nverifier_accuracy=1.0\nthinker_boost=0.0\n'
-        f"skills = {{ {', '.join(f'{k} = {v}' for k, v in skills.items())} }}\n",
-        "p.toml",
+        f"skills = {{ {', '.join(f'{k} = {v}' for k, v in skills.items())} }}\n", "p.toml",
     )
     return SimProvider(pool.agents[0], {TASK.task_id: TASK})
 
@@ -128,17 +123,11 @@ def test_a_task_line_may_have_no_tests_and_visible_tests(tmp_path):
     path = tmp_path / "tasks.jsonl"
     lines = [
         {
-            "task_id": "a",
-            "prompt": "p",
-            "entry_point": "f",
-            "test": "",
+            "task_id": "a", "prompt": "p", "entry_point": "f", "test": "",
             "visible_tests": ["assert f() == 1"],
         },
         {
-            "task_id": "b",
-            "prompt": "p",
-            "entry_point": "f",
-            "test": "t",
+            "task_id": "b", "prompt": "p", "entry_point": "f", "test": "t",
             "visible_tests": "assert f()",
         },
     ]

@@ -114,9 +114,7 @@ def test_best_fixed_is_the_fittest_plan_ties_going_to_the_cheaper_then_the_short
 
     plans = [((0, W),), ((1, W),), ((0, W), (1, V), (1, W)), ((1, W), (1, V), (0, W))]
     played = [
-        outcomes([1, 0, 0], 1.0),
-        outcomes([1, 1, 0], 2.0),
-        outcomes([1, 1, 0], 2.0),
+        outcomes([1, 0, 0], 1.0), outcomes([1, 1, 0], 2.0), outcomes([1, 1, 0], 2.0),
         outcomes([1, 1, 1], 9.0),
     ]
     assert choose(plans, played, 0.0).plan == plans[3]  # best pass@1, whatever it costs

@@ -14,8 +14,9 @@ from support.cli import FAST_POOL, trinity
 from support.scripted import CountingCoordinator, ScriptedPolicy, ScriptedProvider
 from support.wire.server import WireServer, openai_stream
 
-from trinity_cli.cli.display import CutWarnings, JsonlWriter, episode_json, fan_out
+from trinity_cli.cli.sinks import CutWarnings, JsonlWriter, fan_out
 from trinity_cli.core.episode import Agent, run_episode
+from trinity_cli.core.episode_json import episode_json
 from trinity_cli.core.provider import Reply, Request
 from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import Role
@@ -27,9 +28,7 @@ from trinity_cli.providers.context import fit
 from trinity_cli.store.runlog import default_path
 
 PLAN, ANSWER, ACCEPT = (
-    "First add",
-    "```python\ndef add(a, b):\n    return a + b\n```",
-    "<verdict>ACCEPT</verdict>",
+    "First add", "```python\ndef add(a, b):\n    return a + b\n```", "<verdict>ACCEPT</verdict>",
 )
 SIGNATURE = '```python\ndef total(xs: list[int]) -> int:\n    """Return the sum of xs."""\n```\n'
 
@@ -70,11 +69,8 @@ def test_the_loop_reports_each_readers_cut_and_warns_once_per_reader():
     warnings: list[str] = []
     jsonl = io.StringIO()
     result = run_episode(
-        Problem("p"),
-        agents,
-        CountingCoordinator(cut=coordinator_cut),
-        ScriptedPolicy(((0, Role.THINKER), (0, Role.WORKER)), n_agents=1),
-        max_turns=2,
+        Problem("p"), agents, CountingCoordinator(cut=coordinator_cut),
+        ScriptedPolicy(((0, Role.THINKER), (0, Role.WORKER)), n_agents=1), max_turns=2,
         on_event=fan_out([CutWarnings(warnings.append), JsonlWriter(jsonl, ["a"])]),
     )
     first, second = result.turns
@@ -83,8 +79,7 @@ def test_the_loop_reports_each_readers_cut_and_warns_once_per_reader():
     assert second.input_truncated == coordinator_cut  # the agent read all of its prompt
     assert result.input_truncated == agent_cut
     assert warnings == [
-        coordinator_cut.note,
-        agent_cut.note,
+        coordinator_cut.note, agent_cut.note,
     ]  # once each, though the coordinator cut twice
     report = episode_json(result, ["a"])
     assert report["input_truncated"] == {"kept_tokens": 400, "dropped_tokens": 2000}
@@ -99,11 +94,8 @@ def test_the_loop_reports_each_readers_cut_and_warns_once_per_reader():
         and written[-1]["input_truncated"] == report["input_truncated"]
     )
     whole = run_episode(
-        Problem("p"),
-        [Agent("a", ScriptedProvider([PLAN]), 64)],
-        CountingCoordinator(),
-        ScriptedPolicy(((0, Role.THINKER),), n_agents=1),
-        max_turns=1,
+        Problem("p"), [Agent("a", ScriptedProvider([PLAN]), 64)], CountingCoordinator(),
+        ScriptedPolicy(((0, Role.THINKER),), n_agents=1), max_turns=1,
     )
     assert whole.input_truncated is None and episode_json(whole, ["a"])["input_truncated"] is None
 
@@ -130,9 +122,7 @@ def test_a_reply_cut_at_max_tokens_is_marked_in_json_display_and_log(workdir, se
     remote_pool(workdir, server)
     (workdir / "p.md").write_text("# Add\n\nWrite `add(a, b)`.\n")
     server.responses += [
-        openai_stream(PLAN, finish="length"),
-        openai_stream(ANSWER),
-        openai_stream(ACCEPT),
+        openai_stream(PLAN, finish="length"), openai_stream(ANSWER), openai_stream(ACCEPT),
     ]
     solved = trinity("solve", "p.md", "--pool", "pool.toml", "--weights", "none", "--json", "-v")
     assert solved.returncode == 0, solved.stderr
@@ -142,9 +132,7 @@ def test_a_reply_cut_at_max_tokens_is_marked_in_json_display_and_log(workdir, se
         t["input_truncated"] is None for t in report["turns"]
     )
     assert ["cut at max_tokens" in line for line in turn_lines(solved.stderr)] == [
-        True,
-        False,
-        False,
+        True, False, False,
     ]
     assert "warning" not in solved.stderr
     shown = trinity("logs", "show", "last")
@@ -242,12 +230,7 @@ def test_a_200kb_problem_on_the_embedded_pool_warns_and_reports_the_cut(workdir)
 def test_the_response_cache_keeps_what_was_cut_and_reads_replies_stored_before(tmp_path):
     store = ResponseStore(tmp_path / "responses.sqlite")
     cut = Reply(
-        "x",
-        400,
-        64,
-        0.0,
-        0.1,
-        truncated=True,
+        "x", 400, 64, 0.0, 0.1, truncated=True,
         input_truncated=Truncation(400, 9, "a", "agent 'a' ..."),
     )
     store.put("k", cut)
@@ -256,11 +239,7 @@ def test_the_response_cache_keeps_what_was_cut_and_reads_replies_stored_before(t
         "old",
         json.dumps(
             {
-                "text": "y",
-                "tokens_in": 1,
-                "tokens_out": 2,
-                "usd": 0.0,
-                "seconds": 0.1,
+                "text": "y", "tokens_in": 1, "tokens_out": 2, "usd": 0.0, "seconds": 0.1,
                 "usd_estimated": False,
             }
         ),

@@ -1,8 +1,9 @@
-"""The pool-agnostic head on the documented synthetic record (`support/learnable_record.py`): trained
-on pools drawn from three agents, it must route a pool of three OTHER agents above that pool's
-best single agent on held-out tasks, from their profiles alone (≥ 2 SE, fixed seeds); with the
-profiles shuffled between those agents (a derangement) it must not. Then the product path:
-`trinity profile`, `pool`, `eval --weights` with the saved head, profile keys and refusals."""
+"""The pool-agnostic head on the documented synthetic record (`support/learnable_record.py`):
+trained on pools drawn from three agents, it must route a pool of three OTHER agents above that
+pool's best single agent on held-out tasks, from their profiles alone (≥ 2 SE, fixed seeds);
+with the profiles shuffled between those agents (a derangement) it must not. Then the product
+path: `trinity profile`, `pool`, `eval --weights` with the saved head, profile keys and
+refusals."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from support.learnable_record import (
     right,
     write_learnable,
 )
+from support.tasks import write_tasks
 
 from trinity_cli.core.head import UniversalHead
 from trinity_cli.core.profile import DEFINITION
@@ -54,14 +56,8 @@ def universal(tmp_path_factory, memo):
     calibration = calibration_tasks(train, CALIBRATION)
     grader = Grader(root / "grades.sqlite")
     trained = train_universal(
-        train,
-        build_agents(load_pool(str(train_pool)).agents, tasks),
-        calibration,
-        memo,
-        grader,
-        SETTINGS,
-        root / "universal.ckpt",
-        pool_sizes=(2, 3),
+        train, build_agents(load_pool(str(train_pool)).agents, tasks), calibration, memo, grader,
+        SETTINGS, root / "universal.ckpt", pool_sizes=(2, 3),
     )
     others = build_agents(load_pool(str(other_pool)).agents, tasks)
     measured = measure_profiles(others, calibration, memo, trained.head, grader)
@@ -69,28 +65,16 @@ def universal(tmp_path_factory, memo):
 
     def scored(rows_of):
         report = evaluate(
-            test,
-            others,
-            [HeadUnderTest("universal", trained.head.for_pool(rows_of), memo)],
-            grader,
-            max_turns=1,
+            test, others, [HeadUnderTest("universal", trained.head.for_pool(rows_of), memo)],
+            grader, max_turns=1,
         )
         rows = {r.policy: r for r in report.pop("_rows")}
         return rows, paired_margin(rows["universal"].passes, rows[report["best_single"]].passes)
 
     return {
-        "root": root,
-        "memo": memo,
-        "tasks": tasks,
-        "test": test,
-        "calibration": calibration,
-        "trained": trained,
-        "train_pool": train_pool,
-        "other_pool": other_pool,
-        "measured": measured,
-        "profiles": profiles,
-        "grader": grader,
-        "routed": scored(profiles),
+        "root": root, "memo": memo, "tasks": tasks, "test": test, "calibration": calibration,
+        "trained": trained, "train_pool": train_pool, "other_pool": other_pool,
+        "measured": measured, "profiles": profiles, "grader": grader, "routed": scored(profiles),
         "shuffled": scored(profiles[[1, 2, 0]]),
     }
 
@@ -142,12 +126,9 @@ def test_the_start_plays_loop_of_the_best_agent_by_profile_on_any_pool(universal
     best = OTHER_MODELS[int(np.argmax([p.pass_rate for p in universal["measured"]]))]
     test = universal["test"][:12]
     report = evaluate(
-        test,
-        others,
+        test, others,
         [HeadUnderTest("start", start.for_pool(universal["profiles"]), universal["memo"])],
-        universal["grader"],
-        max_turns=3,
-        baselines=("loop",),
+        universal["grader"], max_turns=3, baselines=("loop",),
     )
     rows = {r.policy: r for r in report.pop("_rows")}
     assert rows["start"].passes == rows[f"loop:{best}"].passes
@@ -175,7 +156,8 @@ def test_profile_of_a_replay_pool_is_exact(universal):
 
 
 def test_profile_of_pass_rate_records_is_their_recorded_probability():
-    """EvalPerf records give probabilities, not 0/1: the profile's pass rate is their mean exactly."""
+    """EvalPerf records give probabilities, not 0/1: the profile's pass rate is their mean
+    exactly."""
     tasks = load_tasks("evalperf")
     chosen = select_split(tasks, "train")[:6]
     pool = load_pool("evalperf-all")
@@ -186,10 +168,7 @@ def test_profile_of_pass_rate_records_is_their_recorded_probability():
             len(set(rates)) > 1 or 0 < rates[0] < 1
         )  # not all 0/1: a graded pass rate could not match
         profile = profile_agent(
-            LocalRunner(Players([agent], Grader())),
-            0,
-            spec.name,
-            chosen,
+            LocalRunner(Players([agent], Grader())), 0, spec.name, chosen,
             np.random.default_rng(1).normal(size=(len(chosen), 4)),
         )
         assert profile.pass_rate == pytest.approx(float(np.mean(rates)), abs=1e-12)
@@ -201,8 +180,7 @@ def saved(universal, gguf_path):
     path = universal["root"] / "universal.npz"
     pool = load_pool(str(universal["other_pool"]))
     save_head(
-        path,
-        head,
+        path, head,
         universal_metadata(backbone_of(pool), head.mean.shape[0], head, auto_select=False),
     )
     return path
@@ -214,35 +192,14 @@ def cli(universal, *args):
 
 def task_file(universal, folder):
     tasks = folder / "tasks.jsonl"
-    tasks.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "task_id": t.task_id,
-                    "prompt": t.prompt,
-                    "entry_point": t.entry_point,
-                    "test": t.test,
-                    "canonical_solution": t.canonical_solution,
-                }
-            )
-            + "\n"
-            for t in universal["tasks"]
-        )
-    )
+    write_tasks(tasks, universal["tasks"])
     return tasks
 
 
 def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved, tmp_path):
     tasks = task_file(universal, tmp_path)
     before = cli(
-        universal,
-        "eval",
-        "--weights",
-        str(saved),
-        "--tasks",
-        str(tasks),
-        "--max-turns",
-        "1",
+        universal, "eval", "--weights", str(saved), "--tasks", str(tasks), "--max-turns", "1",
         "--no-log",
     )
     assert (
@@ -254,16 +211,8 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
         and "have none for it" in json.loads(unready.stdout)["policy"]["reason"]
     )
     measured = cli(
-        universal,
-        "profile",
-        "--tasks",
-        str(tasks),
-        "--n",
-        str(CALIBRATION),
-        "--weights",
-        str(saved),
-        "--json",
-        "--no-log",
+        universal, "profile", "--tasks", str(tasks), "--n", str(CALIBRATION), "--weights",
+        str(saved), "--json", "--no-log",
     )
     assert measured.returncode == 0, measured.stderr
     assert (
@@ -274,15 +223,8 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
         [p.pass_rate for p in universal["measured"]]
     )
     again = cli(
-        universal,
-        "profile",
-        "--tasks",
-        str(tasks),
-        "--n",
-        str(CALIBRATION),
-        "--weights",
-        str(saved),
-        "--no-log",
+        universal, "profile", "--tasks", str(tasks), "--n", str(CALIBRATION), "--weights",
+        str(saved), "--no-log",
     )
     assert "profiling 0 of 3 agents" in again.stderr  # stored: nothing measured twice
     shown = json.loads(cli(universal, "pool", "--json", "--weights", str(saved)).stdout)
@@ -293,16 +235,8 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
             and agent["profile"]["age_days"] < 1
         )
     evaluated = cli(
-        universal,
-        "eval",
-        "--weights",
-        str(saved),
-        "--tasks",
-        str(tasks),
-        "--max-turns",
-        "1",
-        "--json",
-        "--no-log",
+        universal, "eval", "--weights", str(saved), "--tasks", str(tasks), "--max-turns", "1",
+        "--json", "--no-log",
     )
     assert evaluated.returncode == 0, evaluated.stderr
     rows = {r["policy"]: r["pass_at_1"] for r in json.loads(evaluated.stdout)["rows"]}
@@ -316,16 +250,8 @@ def test_profile_budget_is_never_exceeded(universal, saved, tmp_path):
     run (exit 5) before the pool is done, and the run log's spend stays within it."""
     tasks = task_file(universal, tmp_path)
     result = cli(
-        universal,
-        "profile",
-        "--tasks",
-        str(tasks),
-        "--n",
-        "10",
-        "--weights",
-        str(saved),
-        "--budget-usd",
-        "0.005",
+        universal, "profile", "--tasks", str(tasks), "--n", "10", "--weights", str(saved),
+        "--budget-usd", "0.005",
     )
     assert result.returncode == 5, result.stderr
     assert "--budget-usd" in result.stderr
@@ -341,20 +267,15 @@ def test_profile_keys_change_with_every_keyed_field_and_never_with_the_name(univ
     other_record = tmp_path / "other.jsonl"
     other_record.write_text("other bytes\n")
     changed = [
-        replace(spec, model="generalist-b"),
-        replace(spec, temperature=0.5),
-        replace(spec, max_tokens=7),
-        replace(spec, mode="chat"),
-        replace(spec, base_url="http://127.0.0.1:1/v1"),
-        replace(spec, seed=3),
-        replace(spec, stop=("###",)),
-        replace(spec, provider="openai"),
+        replace(spec, model="generalist-b"), replace(spec, temperature=0.5),
+        replace(spec, max_tokens=7), replace(spec, mode="chat"),
+        replace(spec, base_url="http://127.0.0.1:1/v1"), replace(spec, seed=3),
+        replace(spec, stop=("###",)), replace(spec, provider="openai"),
         replace(spec, record=str(other_record)),
     ]
     assert len({agent_key(s, scale) for s in changed} | {key}) == len(changed) + 1
     for other in (
-        Scale("other-coordinator", "basis-sha"),
-        Scale("coordinator-sha", "other-basis"),
+        Scale("other-coordinator", "basis-sha"), Scale("coordinator-sha", "other-basis"),
         Scale("coordinator-sha", "basis-sha", "trinity-profile-v0"),
     ):
         assert agent_key(spec, other) != key
@@ -362,8 +283,7 @@ def test_profile_keys_change_with_every_keyed_field_and_never_with_the_name(univ
     assert (
         len(
             {
-                full_key(spec, scale, ids),
-                full_key(spec, scale, ids[:-1]),
+                full_key(spec, scale, ids), full_key(spec, scale, ids[:-1]),
                 full_key(spec, scale, ids[1:] + ids[:1]),
             }
         )
@@ -393,9 +313,7 @@ def test_solve_routes_with_the_shipped_universal_head_once_every_agent_has_a_pro
     store = ProfileStore()
     for spec in load_pool(str(pool)).agents:
         store.put(
-            spec,
-            profile_scale(read_metadata(shipped)),
-            ["t"],
+            spec, profile_scale(read_metadata(shipped)), ["t"],
             Profile(0.5, (0.0,) * 4, 0.001, 1, 0.5),
         )
     store.close()
@@ -415,7 +333,6 @@ def test_a_head_with_another_profile_definition_is_refused(saved, tmp_path):
 
 def test_profile_refuses_a_pool_specific_head_with_exit_3(universal):
     assert_clean_failure(
-        cli(universal, "profile", "--weights", "ldb-mbpp", "--n", "10"),
-        3,
+        cli(universal, "profile", "--weights", "ldb-mbpp", "--n", "10"), 3,
         "is a pool-specific head",
     )

@@ -39,10 +39,7 @@ def test_round_trip(tmp_path, turn_features):
     plain = small_head()
     head = LinearHead(
         np.hstack([plain.weights, np.arange(5.0 * turn_features).reshape(5, turn_features)]),
-        plain.mean,
-        plain.std,
-        None,
-        turn_features,
+        plain.mean, plain.std, None, turn_features,
     )
     path = tmp_path / "h.npz"
     save_head(path, head, metadata_for(BACKBONE, pool, 8, trained=False))
@@ -98,8 +95,8 @@ def test_mismatch_names_both_values():
     assert "backbone sha256: head has " + "ab" * 32 + ", this run has " + "cd" * 32 in text
     assert "token position: head has -2, this run has -1" in text
     assert (
-        "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], this run has [x=local:embedded]"
-        in text
+        "agents: head has [gemma-greedy=local:embedded, gemma-t08=local:embedded], "
+        "this run has [x=local:embedded]" in text
     )
 
 
@@ -165,23 +162,18 @@ def test_a_head_in_an_unknown_transcript_format_is_refused(tmp_path, gguf_path):
 
 
 def test_a_head_trained_on_other_numerics_warns_naming_both_values(tmp_path):
-    from trinity_cli.runtime import PolicyChoice, warn_if_other_numerics
+    from trinity_cli.runtime import LoadedHead, warn_if_other_numerics
 
     here = {
-        "llama_cpp": "0.3.36",
-        "cpu_features": "AVX,AVX2",
-        "n_batch": 256,
-        "swa_ring": 768,
+        "llama_cpp": "0.3.36", "cpu_features": "AVX,AVX2", "n_batch": 256, "swa_ring": 768,
         "flash_attention": False,
     }
     coordinator = type("C", (), {"numerics": here})()
     warnings: list[str] = []
-    same = PolicyChoice(None, "same.npz", {"numerics": dict(here)}, "trinity-tf2")
+    same = LoadedHead(None, "same.npz", {"numerics": dict(here)}, "trinity-tf2")
     warn_if_other_numerics(same, coordinator, warnings.append)
-    older = PolicyChoice(
-        None,
-        "old.npz",
-        {"numerics": {**here, "llama_cpp": "0.3.16", "cpu_features": "AVX512F"}},
+    older = LoadedHead(
+        None, "old.npz", {"numerics": {**here, "llama_cpp": "0.3.16", "cpu_features": "AVX512F"}},
         "trinity-tf2",
     )
     warn_if_other_numerics(older, coordinator, warnings.append)
@@ -198,10 +190,7 @@ def test_a_head_trained_on_other_numerics_warns_naming_both_values(tmp_path):
 def test_a_trained_head_records_the_numerics_of_its_states():
     pool = load_pool(None)
     numerics = {
-        "llama_cpp": "0.3.36",
-        "cpu_features": "AVX2",
-        "n_batch": 256,
-        "swa_ring": 768,
+        "llama_cpp": "0.3.36", "cpu_features": "AVX2", "n_batch": 256, "swa_ring": 768,
         "flash_attention": False,
     }
     assert metadata_for(BACKBONE, pool, 8, numerics=numerics)["numerics"] == numerics

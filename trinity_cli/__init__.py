@@ -1,3 +1,4 @@
-"""trinity: an evolved LLM coordinator for coding tasks (after Sakana AI's TRINITY, arXiv 2512.04695)."""
+"""trinity: an evolved LLM coordinator for coding tasks (after Sakana AI's TRINITY, arXiv
+2512.04695)."""
 
 __version__ = "0.1.0"

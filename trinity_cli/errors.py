@@ -60,13 +60,8 @@ class ProviderError(TrinityError):
     exit_code = 4
 
     def __init__(
-        self,
-        message: str,
-        *,
-        agent: str = "",
-        kind: str = "server",
-        retry_after: float | None = None,
-        status: int | None = None,
+        self, message: str, *, agent: str = "", kind: str = "server",
+        retry_after: float | None = None, status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.agent = agent

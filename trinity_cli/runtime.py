@@ -34,7 +34,7 @@ WEIGHTS_NONE = "none"
 
 
 @dataclass(frozen=True)
-class PolicyChoice:
+class LoadedHead:
     policy: Any  # core.head.Policy
     source: str  # the weights file, or a description of the fallback
     meta: dict[str, Any] | None
@@ -81,8 +81,7 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
     A head in any transcript format this version reads fits: the coordinator is then built for
     that format (`HeadChoice.transcript_format`)."""
     named = [
-        (weights, "--weights"),
-        (os.environ.get("TRINITY_WEIGHTS") or None, "TRINITY_WEIGHTS"),
+        (weights, "--weights"), (os.environ.get("TRINITY_WEIGHTS") or None, "TRINITY_WEIGHTS"),
         (pool.coordinator.weights, f"[coordinator] weights in {pool.source}"),
     ]
     value, given_by = next(((v, why) for v, why in named if v is not None), (None, ""))
@@ -110,15 +109,15 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
             if not missing:
                 return HeadChoice(
                     universal,
-                    "the universal head: no head fits this pool, every agent has a profile",
-                    meta,
+                    "the universal head: no head fits this pool, every agent has a profile", meta,
                     in_head_format(meta, backbone).transcript_format,
                 )
             reason += (
                 f"; the universal head needs profiles of {', '.join(missing)} (`trinity profile`)"
             )
     warn(
-        f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool order). "
+        f"{reason}; using the fallback pipeline (thinker → worker → verifier, agents in pool "
+        "order). "
         "Train one with `trinity train`."
     )
     return HeadChoice(None, reason)
@@ -143,6 +142,25 @@ def stored_profiles(pool: Pool, meta: dict[str, Any]) -> list[Any]:
         return [store.get(agent, scale) for agent in pool.agents]
     finally:
         store.close()
+
+
+def profile_summaries(pool: Pool, head_meta: dict[str, Any] | None) -> list[dict[str, Any] | None]:
+    """Each agent's profile (`trinity profile`) for the universal head: the chosen head when it
+    is one, else the shipped one; None where an agent has none."""
+    if head_meta is None or not is_universal(head_meta):
+        shipped = shipped_dir() / f"{UNIVERSAL}.npz"
+        head_meta = read_metadata(shipped) if shipped.is_file() else None
+    if head_meta is None:
+        return [None] * len(pool.agents)
+    return [
+        None
+        if p is None
+        else {
+            "pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
+            "n": p.profile.n, "created": p.created, "age_days": round(p.age_days, 2),
+        }
+        for p in stored_profiles(pool, head_meta)
+    ]
 
 
 def unprofiled(pool: Pool, meta: dict[str, Any]) -> list[str]:
@@ -170,24 +188,21 @@ def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadCho
     return HeadChoice(path, reason, meta, backbone.transcript_format)
 
 
-def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> PolicyChoice:
+def choose_policy(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> LoadedHead:
     """`find_head`, loaded: the head's arrays, or the fallback pipeline."""
     from trinity_cli.core.episode import role_mask
     from trinity_cli.core.head import PipelinePolicy
 
     found = find_head(pool, weights, warn)
     if found.path is None:
-        return PolicyChoice(
-            PipelinePolicy(len(pool.agents), role_mask([a.roles for a in pool.agents])),
-            FALLBACK,
-            None,
-            found.transcript_format,
-            found.reason,
+        return LoadedHead(
+            PipelinePolicy(len(pool.agents), role_mask([a.roles for a in pool.agents])), FALLBACK,
+            None, found.transcript_format, found.reason,
         )
     head, meta = load_head(found.path)
     if is_universal(meta):
         head = bind_profiles(head, pool, meta, found.path)
-    return PolicyChoice(head, str(found.path), meta, found.transcript_format, found.reason)
+    return LoadedHead(head, str(found.path), meta, found.transcript_format, found.reason)
 
 
 def bind_profiles(head: Any, pool: Pool, meta: dict[str, Any], path: Path) -> Any:
@@ -203,7 +218,7 @@ def bind_profiles(head: Any, pool: Pool, meta: dict[str, Any], path: Path) -> An
 
 
 def warn_if_other_numerics(
-    choice: PolicyChoice, coordinator: Any, warn: Callable[[str], None]
+    choice: LoadedHead, coordinator: Any, warn: Callable[[str], None]
 ) -> None:
     """States here may differ in their last bits from those the head was trained on: say so."""
     from trinity_cli.heads.files import numerics_mismatches
@@ -228,12 +243,8 @@ def build_coordinator(
 
     spec = pool.coordinator
     return LlamaCoordinator(
-        coordinator_path(pool),
-        n_ctx=spec.n_ctx,
-        n_threads=spec.n_threads,
-        token_position=spec.token_position,
-        sessions=sessions,
-        transcript_format=transcript_format,
+        coordinator_path(pool), n_ctx=spec.n_ctx, n_threads=spec.n_threads,
+        token_position=spec.token_position, sessions=sessions, transcript_format=transcript_format,
     )
 
 
@@ -255,7 +266,8 @@ def check_offline(pool: Pool) -> None:
     remote = [a.name for a in pool.agents if not is_offline(a)]
     if remote:
         raise ConfigError(
-            f'--offline: agents {", ".join(remote)} need the network (use provider "local" or a loopback base_url)'
+            f"--offline: agents {', '.join(remote)} need the network (use provider "
+            '"local" or a loopback base_url)'
         )
 
 
@@ -268,7 +280,8 @@ def check_prices(pool: Pool) -> None:
     ]
     if unpriced:
         raise ConfigError(
-            f"--budget-usd: agents {', '.join(unpriced)} have no price_in/price_out in the pool file"
+            f"--budget-usd: agents {', '.join(unpriced)} have no price_in/price_out in the pool "
+            "file"
         )
 
 
@@ -303,8 +316,7 @@ def open_caches(no_cache: bool) -> Caches:
         return Caches(ResponseStore(scratch / "responses.sqlite"), Grader(), None)
     root = paths.cache_dir()
     return Caches(
-        ResponseStore(root / "responses.sqlite"),
-        Grader(root / "grades.sqlite"),
+        ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"),
         root / "hidden.sqlite",
     )
 
@@ -362,3 +374,45 @@ def build_run(pool: Pool, tasks: Sequence[Any], no_cache: bool, workers: int | N
         pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
     )
     return Run(pool, caches, agents, workers or default_workers(agents))
+
+
+@dataclass
+class Solver:
+    """What one `solve` builds from its pool and head: the agents (no response cache: a new
+    problem is asked afresh) and, where the head reads states, the coordinator."""
+
+    pool: Pool
+    choice: LoadedHead
+    agents: list[Any]
+    coordinator: Any
+    max_turns: int
+
+    def solve(self, problem: str, stdin_program: bool, **episode: Any) -> Any:
+        """One episode on the problem's text (`episode`: run_episode's keywords)."""
+        from trinity_cli.core.episode import run_episode
+        from trinity_cli.core.transcript import Problem
+
+        return run_episode(
+            Problem.from_markdown(problem, stdin_program), self.agents, self.coordinator,
+            self.choice.policy, max_turns=self.max_turns, **episode,
+        )
+
+
+def build_solver(
+    pool: Pool, weights: str | None, problem: str, max_turns: int | None,
+    warn: Callable[[str], None],
+) -> Solver:
+    """The head chosen by the precedence rule, its turn limit (default: the head's training
+    turns), the agents for `problem` and the coordinator in the head's transcript format."""
+    from trinity_cli.core.episode import DEFAULT_MAX_TURNS
+    from trinity_cli.providers.registry import build_agents
+
+    choice = choose_policy(pool, weights, warn)
+    training = (choice.meta or {}).get("training", {})
+    max_turns = max_turns or training.get("max_turns") or DEFAULT_MAX_TURNS
+    agents = build_agents(pool.agents, coordinator_model=pool.coordinator.model, problem=problem)
+    coordinator = None
+    if choice.policy.needs_hidden:
+        coordinator = build_coordinator(pool, transcript_format=choice.transcript_format)
+    warn_if_other_numerics(choice, coordinator, warn)
+    return Solver(pool, choice, agents, coordinator, max_turns)

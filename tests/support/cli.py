@@ -32,12 +32,7 @@ SIM_POOL = EXAMPLES / "sim-pool.toml"
 
 def trinity(*args: str, stdin: str | None = None, cwd: Path | None = None, timeout: int = 300):
     return subprocess.run(
-        [TRINITY, *args],
-        input=stdin,
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=timeout,
+        [TRINITY, *args], input=stdin, capture_output=True, check=False, text=True, timeout=timeout,
         cwd=cwd,
     )
 

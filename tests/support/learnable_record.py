@@ -61,8 +61,7 @@ def seeded(what: str, task: Task, rate: float) -> bool:
 def program(model: str, task: Task) -> str:
     he = family(task) == "humaneval"
     knows = {
-        "humaneval-expert": he,
-        "mbpp-expert": not he,
+        "humaneval-expert": he, "mbpp-expert": not he,
         "generalist": seeded("generalist", task, GENERALIST_RATE),
         "humaneval-expert-b": seeded(model, task, 0.9 if he else 0.1),
         "mbpp-expert-b": seeded(model, task, 0.1 if he else 0.9),
@@ -87,7 +86,8 @@ def write_learnable(
     pool = folder / name
     pool.write_text(
         "".join(
-            f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "learnable.jsonl.gz"\nmodel = "{m}"\n'
+            f'[[agents]]\nname = "{m}"\nprovider = "replay"\n'
+            f'record = "learnable.jsonl.gz"\nmodel = "{m}"\n'
             f'roles = ["worker"]\nprice_in = {0.5 if "generalist" in m else 1.0}\n'
             f"price_out = {1.0 if 'generalist' in m else 2.0}\n\n"
             for m in models
@@ -114,20 +114,14 @@ KIND_MODELS = ("leans-doc", "leans-ask")
 KINDS = ("doc", "ask")
 KIND_RIGHT, KIND_WRONG, KIND_CAUGHT = 0.9, 0.2, 0.5
 _DOC_OPS = {
-    "add": ("x plus {k}", lambda x, k: x + k),
-    "subtract": ("x minus {k}", lambda x, k: x - k),
+    "add": ("x plus {k}", lambda x, k: x + k), "subtract": ("x minus {k}", lambda x, k: x - k),
     "times": ("x times {k}", lambda x, k: x * k),
     "floor": ("x floor-divided by {k}", lambda x, k: x // k),
-    "modulo": ("x modulo {k}", lambda x, k: x % k),
-    "above": ("the larger of x and {k}", max),
+    "modulo": ("x modulo {k}", lambda x, k: x % k), "above": ("the larger of x and {k}", max),
 }
 _DOC_CODE = {
-    "add": "x + {k}",
-    "subtract": "x - {k}",
-    "times": "x * {k}",
-    "floor": "x // {k}",
-    "modulo": "x % {k}",
-    "above": "max(x, {k})",
+    "add": "x + {k}", "subtract": "x - {k}", "times": "x * {k}", "floor": "x // {k}",
+    "modulo": "x % {k}", "above": "max(x, {k})",
 }
 _ASK_OPS = {
     "repeat": ("the string s repeated {k} times", "s * {k}"),
@@ -135,8 +129,7 @@ _ASK_OPS = {
     "tail": ("s without its first {k} characters", "s[{k}:]"),
     "pad": ("s followed by {k} dashes", "s + '-' * {k}"),
     "rotate": (
-        "s rotated left by {k} characters",
-        "s[{k} % len(s):] + s[:{k} % len(s)] if s else s",
+        "s rotated left by {k} characters", "s[{k} % len(s):] + s[:{k} % len(s)] if s else s",
     ),
     "fence": ("s between {k} stars on each side", "'*' * {k} + s + '*' * {k}"),
 }
@@ -145,27 +138,28 @@ _INTS, _STRINGS = (1, 7, -4, 30), ("abc", "trinity", "", "xy")
 
 def _doc_task(op: str, k: int) -> Task:
     name, (text, fn), body = f"{op}_{k}", _DOC_OPS[op], _DOC_CODE[op].format(k=k)
-    prompt = f'def {name}(x: int) -> int:\n    """Return {text.format(k=k)}.\n    >>> {name}(1)\n    {fn(1, k)}\n    """\n'
+    prompt = (
+        f'def {name}(x: int) -> int:\n    """Return {text.format(k=k)}.\n'
+        f'    >>> {name}(1)\n    {fn(1, k)}\n    """\n'
+    )
     return Task(
-        f"kinds/doc/{name}",
-        prompt,
-        name,
+        f"kinds/doc/{name}", prompt, name,
         "\ndef check(candidate):\n"
         + "".join(f"    assert candidate({x}) == {fn(x, k)}\n" for x in _INTS),
-        f"    return {body}\n",
-        visible_tests=(f"assert {name}(1) == {fn(1, k)}",),
+        f"    return {body}\n", visible_tests=(f"assert {name}(1) == {fn(1, k)}",),
     )
 
 
 def _ask_task(op: str, k: int) -> Task:
     name, (text, body) = f"{op}_{k}", _ASK_OPS[op]
     body = body.format(k=k)
-    prompt = f'def {name}(s) : \n    """\n    Write a python function to return {text.format(k=k)}.\n    """\n'
+    prompt = (
+        f'def {name}(s) : \n    """\n'
+        f'    Write a python function to return {text.format(k=k)}.\n    """\n'
+    )
     expected = {s: eval(body, {"s": s}) for s in _STRINGS}  # our own expressions
     return Task(
-        f"kinds/ask/{name}",
-        prompt,
-        name,
+        f"kinds/ask/{name}", prompt, name,
         "\ndef check(candidate):\n"
         + "".join(f"    assert {name}({s!r}) == {e!r}\n" for s, e in expected.items()),
         f"    return {body}\n",
@@ -189,7 +183,8 @@ def sly(task: Task) -> str:
     """Right when called from the visible tests (module level), wrong when the hidden tests'
     check() calls it: a wrong program the Verifier accepts."""
     return (
-        f"import sys as _sys\n{right(task).rstrip()}\n\n_right_{task.entry_point} = {task.entry_point}\n\n\n"
+        f"import sys as _sys\n{right(task).rstrip()}\n\n"
+        f"_right_{task.entry_point} = {task.entry_point}\n\n\n"
         f"def {task.entry_point}(*args, **kwargs):\n"
         f"    if _sys._getframe(1).f_code.co_name == 'check':\n"
         f"        return object()\n"
@@ -210,8 +205,7 @@ def _share(what: str, kind: str, rate: float) -> frozenset[str]:
 def kind_program(model: str, task: Task) -> str:
     kind = kind_of(task)
     if task.task_id in _share(
-        f"{model}:right",
-        kind,
+        f"{model}:right", kind,
         KIND_RIGHT if KIND_MODELS.index(model) == KINDS.index(kind) else KIND_WRONG,
     ):
         return right(task)
@@ -233,7 +227,8 @@ def write_kinds(folder: Path) -> Path:
     pool = folder / "kinds.toml"
     pool.write_text(
         "".join(
-            f'[[agents]]\nname = "{m}"\nprovider = "replay"\nrecord = "kinds.jsonl.gz"\nmodel = "{m}"\n'
+            f'[[agents]]\nname = "{m}"\nprovider = "replay"\n'
+            f'record = "kinds.jsonl.gz"\nmodel = "{m}"\n'
             f'roles = ["worker", "verifier"]\nprice_in = 1.0\nprice_out = 1.0\n\n'
             for m in KIND_MODELS
         )

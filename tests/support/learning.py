@@ -1,5 +1,5 @@
 """The honest learning protocol on the simulated pool, shared by the suite and the script that
-chose its settings (`scripts/choose_learning_settings.py`).
+chose its settings (`tests/choose_learning_settings.py`).
 
 - The head trains on the train split minus a validation slice (`validation_slice`); every
   setting (components, σ0, generations, population, seed) was chosen by the validation margin,
@@ -52,36 +52,22 @@ class PermutedCoordinator:
 
 
 def train_and_score(
-    pool,
-    all_tasks: list[Task],
-    fit: list[Task],
-    scored: list[Task],
-    coordinator: Any,
-    grader,
-    settings: TrainSettings,
-    checkpoint: Path,
-    store,
+    pool, all_tasks: list[Task], fit: list[Task], scored: list[Task], coordinator: Any, grader,
+    settings: TrainSettings, checkpoint: Path, store,
 ) -> dict[str, Any]:
     """Train on `fit`, evaluate on `scored`: the rows by name and the margins the suite asserts."""
     agents = build_agents(pool.agents, all_tasks, store)
     result = train(fit, agents, coordinator, grader, settings, checkpoint)
     report = evaluate(
-        scored,
-        agents,
-        [HeadUnderTest("trained", result.head, coordinator)],
-        grader,
+        scored, agents, [HeadUnderTest("trained", result.head, coordinator)], grader,
         max_turns=settings.max_turns,
     )
     rows = {r.policy: r for r in report.pop("_rows")}
     best = rows[report["best_single"]]
     trained = rows["trained"].passes
     return {
-        "result": result,
-        "rows": rows,
-        "report": report,
-        "pass_at_1": rows["trained"].pass_at_1,
-        "best_single": best.policy,
-        "best_single_pass_at_1": best.pass_at_1,
+        "result": result, "rows": rows, "report": report, "pass_at_1": rows["trained"].pass_at_1,
+        "best_single": best.policy, "best_single_pass_at_1": best.pass_at_1,
         "margin_vs_best_single": paired_margin(trained, best.passes),
         "margin_vs_random": paired_margin(trained, rows["random"].passes),
     }

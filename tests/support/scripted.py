@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trinity_cli.core.coordinator import Encoding
-from trinity_cli.core.head import Choice
+from trinity_cli.core.head import TurnProbs
 from trinity_cli.core.provider import Reply, Request
 from trinity_cli.core.records import Truncation
 from trinity_cli.core.roles import ROLE_ORDER, Role
@@ -57,13 +57,13 @@ class ScriptedPolicy:
     n_agents: int = 2
     needs_hidden = True
 
-    def choose(self, hidden, turn: int) -> Choice:
+    def choose(self, hidden, turn: int) -> TurnProbs:
         agent, role = self.plan[turn - 1]
         agent_probs = np.full(self.n_agents, 0.1 / max(1, self.n_agents - 1))
         agent_probs[agent] = 0.9
         role_probs = np.full(3, 0.05)
         role_probs[ROLE_ORDER.index(role)] = 0.9
-        return Choice(agent_probs, role_probs)
+        return TurnProbs(agent_probs, role_probs)
 
 
 # A problem with doctest examples, and scripted answers to it

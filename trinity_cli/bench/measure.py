@@ -112,25 +112,17 @@ def raw_eval_seconds(
     for name, (extra_bufts, flash_attn, swa_full, n_batch) in RAW_CONFIGS.items():
         child = subprocess.run(
             [
-                sys.executable,
-                "-c",
+                sys.executable, "-c",
                 "from trinity_cli.bench.measure import raw_eval_child; raw_eval_child()",
             ],
             input=json.dumps(
                 {
-                    "model": str(model_path),
-                    "tokens": tokens,
-                    "threads": threads,
-                    "repeats": repeats,
-                    "extra_bufts": extra_bufts,
-                    "flash_attn": flash_attn,
-                    "swa_full": swa_full,
-                    "n_batch": n_batch,
+                    "model": str(model_path), "tokens": tokens, "threads": threads,
+                    "repeats": repeats, "extra_bufts": extra_bufts, "flash_attn": flash_attn,
+                    "swa_full": swa_full, "n_batch": n_batch,
                 }
             ),
-            capture_output=True,
-            text=True,
-            check=False,
+            capture_output=True, text=True, check=False,
         )
         seconds[name] = float(child.stdout) if child.returncode == 0 else None
     if not any(seconds.values()):
@@ -239,8 +231,7 @@ def streamed_call_share(
         "seconds_after_last_token": after_last,
         "final_encode_seconds": statistics.median(e.seconds for e in final_encodes),
         "final_encode_tokens": statistics.median(e.tokens for e in final_encodes),
-        "reply_tokens": len(coordinator.tokenize(reply, bos=False)),
-        "pieces": len(pieces),
+        "reply_tokens": len(coordinator.tokenize(reply, bos=False)), "pieces": len(pieces),
     }
 
 
@@ -282,8 +273,7 @@ def timed_run(command: list[str]) -> float:
 
 def help_ratio(repeats: int) -> float:
     bare = [
-        sys.executable,
-        "-c",
+        sys.executable, "-c",
         "import typer\napp = typer.Typer()\n@app.command()\ndef main(x: int = 0):\n    pass\napp()",
         "--help",
     ]
@@ -331,11 +321,7 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
             coordinator = memo_coordinator(pool, caches)
             settings = TrainSettings(generations=generations, popsize=8, batch_size=16, max_turns=3)
             result = train(
-                select_split(tasks, "train"),
-                agents,
-                coordinator,
-                caches.grader,
-                settings,
+                select_split(tasks, "train"), agents, coordinator, caches.grader, settings,
                 Path(home) / "bench.ckpt",
             )
             seconds = time.perf_counter() - started
@@ -346,8 +332,7 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
                 os.environ["TRINITY_HOME"] = saved_home
     episodes = result.episodes
     return {
-        "episodes": episodes,
-        "seconds": round(seconds, 2),
+        "episodes": episodes, "seconds": round(seconds, 2),
         "episodes_per_hour": round(episodes / seconds * 3600, 1),
         "coordinator_passes_per_episode": round(coordinator.misses / episodes, 3),
         "memo_hit_rate": round(coordinator.saved_fraction, 3),
@@ -356,13 +341,10 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
 
 
 RECORDED_POOL, RECORDED_TASKS = (
-    "ldb-humaneval",
-    32,
+    "ldb-humaneval", 32,
 )  # the recorded pool's training run: its first train-split tasks
 PAPER_SCALE: dict[str, Any] = {
-    "generations": 60,
-    "popsize": 32,
-    "batch_size": 16,
+    "generations": 60, "popsize": 32, "batch_size": 16,
 }  # the paper's 30,720 episodes
 
 
@@ -393,21 +375,14 @@ def recorded_train_throughput() -> dict[str, Any]:
                 settings = TrainSettings(**PAPER_SCALE, max_turns=5, project=8, sigma0=0.2)
                 forest = new_forest(agents, coordinator, caches.grader, settings.max_turns)
                 result = train(
-                    select_split(tasks, "train")[:RECORDED_TASKS],
-                    agents,
-                    coordinator,
-                    caches.grader,
-                    settings,
-                    None,
-                    forest=forest,
+                    select_split(tasks, "train")[:RECORDED_TASKS], agents, coordinator,
+                    caches.grader, settings, None, forest=forest,
                 )
                 seconds = time.perf_counter() - started
                 figures[caches_were] = {
-                    "episodes": result.episodes,
-                    "seconds": round(seconds, 2),
+                    "episodes": result.episodes, "seconds": round(seconds, 2),
                     "episodes_per_hour": round(result.episodes / seconds * 3600, 1),
-                    "states_encoded": coordinator.misses,
-                    "turns_made": forest.grown,
+                    "states_encoded": coordinator.misses, "turns_made": forest.grown,
                 }
         finally:
             if saved_home is None:
@@ -433,8 +408,7 @@ class _OverTheNetwork:
 
 
 BENCH_EPISODES = (
-    4,
-    8,
+    4, 8,
 )  # tasks × random heads, `--max-turns 3`: what the concurrency and Ray ratios time
 
 
@@ -490,10 +464,8 @@ def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
         seconds[workers] = time.perf_counter() - started
     coordinator.close()
     return {
-        "speedup": seconds[1] / seconds[CONCURRENT_WORKERS],
-        "workers": CONCURRENT_WORKERS,
-        "network_latency_s": NETWORK_LATENCY_S,
-        "episodes": len(episodes),
+        "speedup": seconds[1] / seconds[CONCURRENT_WORKERS], "workers": CONCURRENT_WORKERS,
+        "network_latency_s": NETWORK_LATENCY_S, "episodes": len(episodes),
         "seconds_1_worker": round(seconds[1], 2),
         f"seconds_{CONCURRENT_WORKERS}_workers": round(seconds[CONCURRENT_WORKERS], 2),
     }
@@ -505,8 +477,7 @@ class LoopbackAgent:
     the API keys it was sent (tests check where keys go)."""
 
     def __init__(
-        self,
-        latency_s: float,
+        self, latency_s: float,
         answer: str = "```python\ndef solution():\n    return None\n```\nVERDICT: ACCEPT",
     ) -> None:
         import threading
@@ -528,21 +499,16 @@ class LoopbackAgent:
                 time.sleep(latency_s)
                 body = json.dumps(
                     {
-                        "id": "loopback",
-                        "object": "chat.completion",
-                        "created": 0,
+                        "id": "loopback", "object": "chat.completion", "created": 0,
                         "model": "loopback",
                         "choices": [
                             {
-                                "index": 0,
-                                "finish_reason": "stop",
+                                "index": 0, "finish_reason": "stop",
                                 "message": {"role": "assistant", "content": answer},
                             }
                         ],
                         "usage": {
-                            "prompt_tokens": 100,
-                            "completion_tokens": 20,
-                            "total_tokens": 120,
+                            "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
                         },
                     }
                 ).encode()
@@ -562,8 +528,9 @@ class LoopbackAgent:
 
     def pool_toml(self, names: tuple[str, ...], key_env: str, price: float = 1.0) -> str:
         return "".join(
-            f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "loopback"\nbase_url = "{self.base_url}"\n'
-            f'api_key_env = "{key_env}"\nprice_in = {price}\nprice_out = {price}\nmax_tokens = 64\nretries = 0\n\n'
+            f'[[agents]]\nname = "{name}"\nprovider = "openai"\nmodel = "loopback"\n'
+            f'base_url = "{self.base_url}"\napi_key_env = "{key_env}"\n'
+            f"price_in = {price}\nprice_out = {price}\nmax_tokens = 64\nretries = 0\n\n"
             for name in names
         )
 
@@ -581,8 +548,7 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
         import ray
     except ImportError:
         return {
-            "ray_speedup_1s_agent": None,
-            "ray_overhead_1_worker": None,
+            "ray_speedup_1s_agent": None, "ray_overhead_1_worker": None,
             "ray": "not installed (the ray extra)",
         }
     from trinity_cli.core.transcript import CURRENT_FORMAT
@@ -620,15 +586,9 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
                 ).map(episodes, None)
                 return time.perf_counter() - started
             with ray_runner(
-                "local",
-                workers,
-                pool,
-                tasks,
-                threads=threads,
+                "local", workers, pool, tasks, threads=threads,
                 coordinators={CURRENT_FORMAT.id: coordinator},
-                backbone_sha256=backbone_of(pool).sha256,
-                caches=caches,
-                warn=lambda msg: None,
+                backbone_sha256=backbone_of(pool).sha256, caches=caches, warn=lambda msg: None,
             ) as runner:
                 started = time.perf_counter()
                 runner.map(episodes, None)
@@ -644,21 +604,16 @@ def ray_ratios(sim_pool: Path) -> dict[str, Any]:
         "ray_speedup_1s_agent": round(one / four, 2),
         "ray_overhead_1_worker": round(on_ray / here, 3),
         "ray": {
-            "episodes": episodes,
-            "network_latency_s": NETWORK_LATENCY_S,
+            "episodes": episodes, "network_latency_s": NETWORK_LATENCY_S,
             "episodes_per_hour_1_worker": round(episodes * 3600 / one),
             "episodes_per_hour_4_workers": round(episodes * 3600 / four),
-            "seconds_sim_here": round(here, 2),
-            "seconds_sim_1_ray_worker": round(on_ray, 2),
+            "seconds_sim_here": round(here, 2), "seconds_sim_1_ray_worker": round(on_ray, 2),
         },
     }
 
 
 def run_all(
-    problem: Path,
-    sim_pool: Path,
-    repeats: int,
-    generations: int,
+    problem: Path, sim_pool: Path, repeats: int, generations: int,
     make_display: Callable[[Any], Callable[[Any], None]],
 ) -> dict[str, Any]:
     from trinity_cli.pool.spec import load_pool
@@ -688,8 +643,7 @@ def run_all(
     return {
         "prefix_reuse_speedup_4k": round(curve["4096"], 2),
         "prefix_reuse_curve": {k: round(v, 2) for k, v in curve.items()},
-        "reencode_time_vs_raw": round(reencode / raw, 3),
-        "reencode_seconds_4k": round(reencode, 3),
+        "reencode_time_vs_raw": round(reencode / raw, 3), "reencode_seconds_4k": round(reencode, 3),
         "raw_eval_seconds_4k": round(raw, 3),
         "reencode_time_vs_raw_no_flash_attention": round(reencode / same_attention, 3)
         if same_attention
@@ -701,34 +655,25 @@ def run_all(
         "coordinator_share_2s_call_non_overlapped": round(stream["non_overlapped"], 3),
         "coordinator_share_2s_call_displayed": round(stream["displayed"], 3),
         "reply": {
-            "tokens": stream["reply_tokens"],
-            "pieces": stream["pieces"],
-            "seconds": REPLY_SECONDS,
+            "tokens": stream["reply_tokens"], "pieces": stream["pieces"], "seconds": REPLY_SECONDS,
             "coordinator_seconds_after_last_token": round(stream["seconds_after_last_token"], 3),
             "final_encode_seconds": round(stream["final_encode_seconds"], 3),
             "final_encode_tokens": stream["final_encode_tokens"],
         },
-        "train_episodes_per_hour": training["episodes_per_hour"],
-        "train": training,
+        "train_episodes_per_hour": training["episodes_per_hour"], "train": training,
         "recorded_train_episodes_per_hour_cold": recorded["cold"]["episodes_per_hour"],
         "recorded_train_episodes_per_hour_warm": recorded["warm"]["episodes_per_hour"],
         "recorded_train": {
-            "pool": RECORDED_POOL,
-            "tasks": RECORDED_TASKS,
-            **PAPER_SCALE,
-            "max_turns": 5,
+            "pool": RECORDED_POOL, "tasks": RECORDED_TASKS, **PAPER_SCALE, "max_turns": 5,
             **recorded,
         },
         "train_concurrency_speedup": round(concurrency.pop("speedup"), 2),
-        "train_concurrency": concurrency,
-        **on_ray,
+        "train_concurrency": concurrency, **on_ray,
         "peak_rss_mb": round(
             peak_rss_mb(trinity_command() + ["solve", str(problem), "--max-turns", "2", "--quiet"]),
             1,
         ),
-        "help_time_vs_bare_typer": round(help_ratio(repeats), 3),
-        "threads": coordinator.n_threads,
-        "n_batch": coordinator.n_batch,
-        "tuning_reencode_seconds_1k": settings,
+        "help_time_vs_bare_typer": round(help_ratio(repeats), 3), "threads": coordinator.n_threads,
+        "n_batch": coordinator.n_batch, "tuning_reencode_seconds_1k": settings,
         "tokens_4k": len(ids),
     }

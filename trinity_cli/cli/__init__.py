@@ -40,11 +40,8 @@ app = typer.Typer(
     help="An evolved LLM coordinator for coding tasks: a tiny trained head on a small GGUF "
     "model picks, each turn, one model from your pool and one role (thinker, worker, verifier). "
     "Tab completion: --install-completion. NO_COLOR=1 turns colour off.",
-    invoke_without_command=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    pretty_exceptions_show_locals=False,
-    rich_markup_mode=None,
+    invoke_without_command=True, add_completion=True, pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False, rich_markup_mode=None,
 )
 
 
@@ -126,9 +123,8 @@ def main() -> None:
         if os.environ.get("TRINITY_DEBUG"):
             raise
         stderr.print(
-            f"internal error: {type(exc).__name__}: {redact(str(exc))} (a bug in trinity; TRINITY_DEBUG=1 shows the traceback)",
-            markup=False,
-            highlight=False,
+            f"internal error: {type(exc).__name__}: {redact(str(exc))} (a bug in trinity; "
+            "TRINITY_DEBUG=1 shows the traceback)", markup=False, highlight=False,
         )
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

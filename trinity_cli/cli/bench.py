@@ -1,4 +1,5 @@
-"""`trinity bench`: the coordinator's costs as ratios measured in one run (see trinity_cli/bench/measure.py)."""
+"""`trinity bench`: the coordinator's costs as ratios measured in one run (see
+trinity_cli/bench/measure.py)."""
 
 from __future__ import annotations
 
@@ -45,11 +46,8 @@ def bench(
 
     examples = shipped("examples")
     result = run_all(
-        problem or examples / "fizzbuzz.md",
-        sim_pool or examples / "sim-pool.toml",
-        repeats,
-        generations,
-        TurnDisplay,
+        problem or examples / "fizzbuzz.md", sim_pool or examples / "sim-pool.toml", repeats,
+        generations, TurnDisplay,
     )
     if json_out:
         print(json.dumps(result, indent=2))

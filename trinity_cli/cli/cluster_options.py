@@ -21,9 +21,9 @@ RayAddress = Annotated[
 RayWorkers = Annotated[
     int | None,
     typer.Option(
-        "--ray-workers",
-        min=1,
-        help="Ray workers (each loads the coordinator once). Default: as many as the cluster's CPUs hold; more share them.",
+        "--ray-workers", min=1,
+        help="Ray workers (each loads the coordinator once). Default: as many as the cluster's "
+        "CPUs hold; more share them.",
     ),
 ]
 
@@ -36,45 +36,31 @@ def check_ray_flags(address: str | None, workers: int | None) -> None:
 
 
 def runner_for(
-    address: str | None,
-    workers: int | None,
-    pool: Any,
-    tasks: Sequence[Any],
-    *,
-    threads: int,
-    coordinators: dict[str, Any],
-    caches: Any,
-    quiet: bool = False,
+    address: str | None, workers: int | None, tasks: Sequence[Any], run: Any, *,
+    quiet: bool = False, coordinators: dict[str, Any] | None = None,
 ) -> AbstractContextManager[Any]:
-    """A RayRunner under --ray (shut down on exit), else None (the run plays here)."""
+    """A RayRunner under --ray (shut down on exit), else None (the run plays here). The Ray
+    workers load `run`'s coordinators (default: those it has made so far)."""
     if address is None:
         return nullcontext(None)
-    return _announced(address, workers, pool, tasks, threads, coordinators, caches, quiet)
+    if coordinators is None:
+        coordinators = run.coordinators
+    return _announced(
+        address, workers, run.pool, tasks, run.workers, coordinators, run.caches, quiet
+    )
 
 
 @contextmanager
 def _announced(
-    address: str,
-    workers: int | None,
-    pool: Any,
-    tasks: Sequence[Any],
-    threads: int,
-    coordinators: dict[str, Any],
-    caches: Any,
-    quiet: bool,
+    address: str, workers: int | None, pool: Any, tasks: Sequence[Any], threads: int,
+    coordinators: dict[str, Any], caches: Any, quiet: bool,
 ) -> Iterator[Any]:
     from trinity_cli.runtime import backbone_of
     from trinity_cli.train.ray_runner import ray_runner
 
     with ray_runner(
-        address,
-        workers,
-        pool,
-        tasks,
-        threads=threads,
-        coordinators=coordinators,
-        backbone_sha256=backbone_of(pool).sha256,
-        caches=caches,
+        address, workers, pool, tasks, threads=threads, coordinators=coordinators,
+        backbone_sha256=backbone_of(pool).sha256, caches=caches,
         warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False),
     ) as runner:
         if not quiet:
@@ -82,7 +68,6 @@ def _announced(
             stderr.print(
                 f"playing on {runner.workers} Ray workers ({runner.cpus_per_worker:g} CPU and "
                 f"{runner.spec.n_threads} coordinator threads each) on {', '.join(nodes)}",
-                markup=False,
-                highlight=False,
+                markup=False, highlight=False,
             )
         yield runner

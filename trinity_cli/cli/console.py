@@ -5,6 +5,8 @@ drops only the colours (bold and dim stay), and FORCE_COLOR would still style a 
 """
 
 import os
+import sys
+from collections.abc import Callable
 
 from rich.console import Console
 
@@ -27,3 +29,29 @@ def _console() -> Console:
 
 
 stderr = _console()
+
+
+def say(message: str) -> None:
+    """One line for the user, printed as it is (brackets are text, not markup)."""
+    stderr.print(message, markup=False)
+
+
+def warn(message: str) -> None:
+    say(f"warning: {message}")
+
+
+def say_unless(quiet: bool) -> Callable[[str], None]:
+    """Progress lines, or nothing under --quiet."""
+    return (lambda message: None) if quiet else say
+
+
+def to_stdout(text: str) -> bool:
+    """Write `text` on stdout. False when whoever read stdout stopped reading (`| head`): stdout
+    then points at /dev/null, so that exiting says nothing more, as Unix tools do."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
+    return True

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from trinity_cli.cli import options as opt
 from trinity_cli.cli.console import stderr
-from trinity_cli.cli.options import PoolOption
 
 HELP = """Show which sandbox isolation works here for the user running trinity (and what it does
 not isolate), which agents of the pool are usable, where config and caches live, and the
@@ -22,7 +22,7 @@ Example: trinity doctor --pool my-pool.toml"""
 
 
 def doctor(
-    pool: PoolOption = None,
+    pool: opt.Pool = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON object on stdout.")
     ] = False,
@@ -36,11 +36,10 @@ def doctor(
     coordinator = _coordinator(pool_cfg)
     report = {
         "schema_version": 1,
-        "platform": f"{platform.system()} {platform.release()} {platform.machine()}, Python {platform.python_version()}",
-        "sandbox": isolation().as_dict(),
+        "platform": f"{platform.system()} {platform.release()} {platform.machine()}, "
+        f"Python {platform.python_version()}", "sandbox": isolation().as_dict(),
         "pool": {"source": pool_cfg.source, "agents": [c.as_json() for c in checks]},
-        "paths": _paths(),
-        "coordinator": coordinator,
+        "paths": _paths(), "coordinator": coordinator,
     }
     if json_out:
         print(json.dumps(report, indent=2))
@@ -57,12 +56,11 @@ def _paths() -> dict[str, Any]:
 
     log = default_path()
     return {
-        "config": str(paths.config_dir()),
-        "cache": str(paths.cache_dir()),
+        "config": str(paths.config_dir()), "cache": str(paths.cache_dir()),
         "heads": str(user_heads_dir()),
         "run_log": {"path": str(log), "bytes": log.stat().st_size if log.is_file() else None},
-        "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes its head, "
-        "OUT.csv and OUT.ckpt to heads (or beside --out)",
+        "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes "
+        "its head, OUT.csv and OUT.ckpt to heads (or beside --out)",
     }
 
 
@@ -87,24 +85,20 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
     gpu = bool(llama_cpp.llama_supports_gpu_offload())
     backend = ("Metal" if sys.platform == "darwin" else "GPU offload available") if gpu else "CPU"
     return {
-        "model": model,
-        "model_present": present,
-        "backend": backend,
-        "threads": spec.n_threads or default_threads(),
-        "llama_cpp_python": llama_cpp.__version__,
+        "model": model, "model_present": present, "backend": backend,
+        "threads": spec.n_threads or default_threads(), "llama_cpp_python": llama_cpp.__version__,
         "n_ctx": spec.n_ctx,
     }
 
 
 def _print(report: dict[str, Any], checks: list) -> None:
-    from trinity_cli.cli.pool import agent_table
+    from trinity_cli.cli.tables import agent_table
 
     sandbox = report["sandbox"]
     stderr.print(f"[bold]trinity doctor[/] · {report['platform']}")
     stderr.print(
         f"\n[bold]sandbox[/] for candidate code: mode [bold]{sandbox['mode']}[/], "
-        f"as {sandbox['user']}",
-        highlight=False,
+        f"as {sandbox['user']}", highlight=False,
     )
     for line in sandbox["isolated"]:
         stderr.print(f"  [green]isolated[/]     {line}", highlight=False)
@@ -117,8 +111,7 @@ def _print(report: dict[str, Any], checks: list) -> None:
     stderr.print(
         f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "
         f"backend {c['backend']}, {c['threads']} threads, n_ctx {c['n_ctx']}, "
-        f"llama-cpp-python {c['llama_cpp_python']}",
-        highlight=False,
+        f"llama-cpp-python {c['llama_cpp_python']}", highlight=False,
     )
     stderr.print("\n[bold]paths[/]", highlight=False)
     for name, where in report["paths"].items():

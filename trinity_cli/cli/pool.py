@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
+from trinity_cli.cli import options as opt
 from trinity_cli.cli.console import stderr
-from trinity_cli.cli.options import PoolOption
 from trinity_cli.heads.precedence import RULE
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 HELP = (
     """List the pool's agents and whether each is usable: key present, server reachable,
@@ -29,7 +26,7 @@ Example: trinity pool --pool ldb-humaneval"""
 
 
 def pool(
-    pool: PoolOption = None,
+    pool: opt.Pool = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     list_bundled: Annotated[
         bool, typer.Option("--list", help="List the bundled recorded pools and task sets.")
@@ -40,21 +37,22 @@ def pool(
 ) -> int:
     if list_bundled:
         return show_bundled(json_out)
+    from trinity_cli.cli.tables import agent_table
     from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.check import check_agent
+    from trinity_cli.runtime import profile_summaries
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
     choice, policy = chosen_head(pool_cfg, weights)
-    profiles = agent_profiles(pool_cfg, None if choice is None else choice.meta)
+    profiles = profile_summaries(pool_cfg, None if choice is None else choice.meta)
     if json_out:
         agents = [{**c.as_json(), "profile": p} for c, p in zip(checks, profiles)]
         print(json.dumps({"source": pool_cfg.source, "agents": agents, "policy": policy}, indent=2))
     else:
         stderr.print(agent_table(f"pool: {pool_cfg.source}", checks, profiles))
         stderr.print(
-            f"policy: {policy['source'] or 'none'} ({policy['reason']})",
-            markup=False,
+            f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False,
             highlight=False,
         )
     return 0 if all(c.usable for c in checks) and policy["source"] is not None else 3
@@ -73,63 +71,9 @@ def chosen_head(pool_cfg: Any, weights: str | None = None) -> tuple[Any, dict[st
     return choice, choice.as_json()
 
 
-def agent_profiles(pool_cfg: Any, head_meta: dict[str, Any] | None) -> list[dict[str, Any] | None]:
-    """Each agent's profile (`trinity profile`) for the universal head: the chosen head when it
-    is one, else the shipped one; None where an agent has none."""
-    from trinity_cli.heads.files import UNIVERSAL, is_universal, read_metadata, shipped_dir
-    from trinity_cli.runtime import stored_profiles
-
-    if head_meta is None or not is_universal(head_meta):
-        shipped = shipped_dir() / f"{UNIVERSAL}.npz"
-        head_meta = read_metadata(shipped) if shipped.is_file() else None
-    if head_meta is None:
-        return [None] * len(pool_cfg.agents)
-    return [
-        None
-        if p is None
-        else {
-            "pass_rate": p.profile.pass_rate,
-            "usd_per_answer": p.profile.usd_per_answer,
-            "n": p.profile.n,
-            "created": p.created,
-            "age_days": round(p.age_days, 2),
-        }
-        for p in stored_profiles(pool_cfg, head_meta)
-    ]
-
-
-def agent_table(
-    title: str, checks: list, profiles: list[dict[str, Any] | None] | None = None
-) -> Table:
-    """The pool's agents and whether each is usable (`pool` and `doctor` show it), and with
-    `profiles` each one's profile for the universal head and its age."""
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for column in (
-        "agent",
-        "provider",
-        "model",
-        "usable",
-        "why",
-        *(("profile",) if profiles else ()),
-    ):
-        table.add_column(column)
-    for i, c in enumerate(checks):
-        cells = [c.name, c.provider, c.model, "yes" if c.usable else "no", c.detail]
-        if profiles:
-            p = profiles[i]
-            cells.append(
-                "none"
-                if p is None
-                else f"pass {p['pass_rate']:.2f} on {p['n']}, {p['age_days']:.0f} d old"
-            )
-        table.add_row(*cells)
-    return table
-
-
 def show_bundled(json_out: bool) -> int:
-    """The recorded pools and task sets that ship with trinity, for `--pool NAME`, `--tasks NAME`."""
+    """The recorded pools and task sets that ship with trinity, for `--pool NAME` and
+    `--tasks NAME`."""
     from dataclasses import asdict
 
     from rich.table import Table
@@ -143,9 +87,7 @@ def show_bundled(json_out: bool) -> int:
         tasks = load_tasks(name)
         sets.append(
             {
-                "name": name,
-                "tasks": len(tasks),
-                "train": len(select_split(tasks, "train")),
+                "name": name, "tasks": len(tasks), "train": len(select_split(tasks, "train")),
                 "test": len(select_split(tasks, "test")),
                 "with_tests": sum(t.has_tests for t in tasks),
             }

@@ -88,10 +88,7 @@ def _ggml() -> Any:
     lib.ggml_get_name.restype, lib.ggml_get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
     lib.ggml_nrows.restype, lib.ggml_nrows.argtypes = ctypes.c_int64, [ctypes.c_void_p]
     lib.ggml_backend_tensor_get.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_size_t,
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
     ]
     return lib
 
@@ -118,16 +115,10 @@ class _Session:
 
 class LlamaCoordinator:
     def __init__(
-        self,
-        model_path: str | Path,
-        *,
-        n_ctx: int = 8192,
+        self, model_path: str | Path, *, n_ctx: int = 8192,
         n_batch: int = 256,  # with 512 the fastest in `trinity bench`'s tuning_reencode_seconds_1k
-        n_threads: int | None = None,
-        token_position: int = DEFAULT_TOKEN_POSITION,
-        max_turn_tokens: int = 1024,
-        sessions: int = 1,
-        transcript_format: str = CURRENT_FORMAT.id,
+        n_threads: int | None = None, token_position: int = DEFAULT_TOKEN_POSITION,
+        max_turn_tokens: int = 1024, sessions: int = 1, transcript_format: str = CURRENT_FORMAT.id,
     ) -> None:
         import llama_cpp as ll
 
@@ -142,8 +133,7 @@ class LlamaCoordinator:
         if self._ring is not None:
             params.swa_full = False
             params.n_seq_max, params.kv_unified = (
-                2,
-                False,
+                2, False,
             )  # sequence 1: a scratch copy for wrapping cues
             params.n_ctx = 2 * n_ctx  # per sequence: n_ctx
         params.embeddings = False  # see _read_embeddings
@@ -174,7 +164,8 @@ class LlamaCoordinator:
         self.cue_tokens = self.tokenize(DECISION_CUE, bos=False)
         if not -len(self.cue_tokens) <= token_position < 0:
             raise ConfigError(
-                f"token_position {token_position} is outside the {len(self.cue_tokens)}-token decision cue"
+                f"token_position {token_position} is outside the "
+                f"{len(self.cue_tokens)}-token decision cue"
             )
 
     def tokenize(self, text: str, *, bos: bool) -> list[int]:
@@ -223,8 +214,8 @@ class LlamaCoordinator:
         """The overflow policy's cut, in words: the problem's, else the turns'."""
         if problem_kept < problem_total:
             what = (
-                f"the problem is {problem_total:,} tokens; the coordinator reads its first {problem_kept:,} "
-                f"(half its n_ctx {self.n_ctx})"
+                f"the problem is {problem_total:,} tokens; the coordinator reads its first "
+                f"{problem_kept:,} (half its n_ctx {self.n_ctx})"
             )
         else:
             what = (
@@ -434,7 +425,8 @@ class LlamaCoordinator:
             self._ll.llama_batch_free(self._batch)
             for session in self._sessions:
                 self._ll.llama_free(session.ctx)
-            self._sessions = []  # the model stays loaded for the process (trinity_cli/llama/capi.py)
+            # the model stays loaded for the process (trinity_cli/llama/capi.py)
+            self._sessions = []
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:

@@ -56,6 +56,14 @@ class Budget:
                 self.overruns += 1
                 self.overrun_usd += usd - reserved_usd
 
+    def take_back(self, in_flight_usd: float, settled_usd: float) -> None:
+        """An attempt that runs again (a dead Ray worker's): its call in flight, reserved at
+        `in_flight_usd`, counts at that, as it may have been billed; what it settled is taken
+        back, since the rerun settles those replies again."""
+        with self._lock:
+            self.reserved_usd = max(0.0, self.reserved_usd - in_flight_usd)
+            self.spent_usd += in_flight_usd - settled_usd
+
     def overrun_warning(self) -> str | None:
         """One line for stderr when some call cost more than it reserved."""
         if not self.overruns:
@@ -69,9 +77,7 @@ class Budget:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "limit_usd": self.limit_usd,
-            "spent_usd": self.spent_usd,
-            "overruns": self.overruns,
+            "limit_usd": self.limit_usd, "spent_usd": self.spent_usd, "overruns": self.overruns,
             "overrun_usd": self.overrun_usd,
         }
 

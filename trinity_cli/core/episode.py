@@ -38,7 +38,7 @@ from trinity_cli.core.events import (
     TurnStarted,
     ignore,
 )
-from trinity_cli.core.head import Choice, Policy, decide, role_at
+from trinity_cli.core.head import Policy, TurnProbs, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
 from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, Truncation, TurnRecord
 from trinity_cli.core.roles import (
@@ -105,9 +105,7 @@ class EpisodeState:
 
 
 def new_state(
-    problem: Problem,
-    agent_names: Sequence[str],
-    max_turns: int = DEFAULT_MAX_TURNS,
+    problem: Problem, agent_names: Sequence[str], max_turns: int = DEFAULT_MAX_TURNS,
     mask: np.ndarray | None = None,
 ) -> EpisodeState:
     if max_turns < 1:
@@ -123,9 +121,7 @@ def role_mask(roles: Sequence[Collection[str]]) -> np.ndarray | None:
 
 
 def next_decision(
-    state: EpisodeState,
-    coordinator: Coordinator | None,
-    policy: Policy,
+    state: EpisodeState, coordinator: Coordinator | None, policy: Policy,
     draws: tuple[float, float] | None = None,
 ) -> Decision:
     """Read the transcript, ask the policy, choose (greedy, or with the two uniform draws)."""
@@ -135,35 +131,24 @@ def next_decision(
             raise ValueError("this policy needs a coordinator")
         encoding = coordinator.encode(state.transcript)
         hidden, seconds, tokens, cut = (
-            encoding.hidden,
-            encoding.seconds,
-            encoding.tokens,
-            encoding.input_truncated,
+            encoding.hidden, encoding.seconds, encoding.tokens, encoding.input_truncated,
         )
     return decision_from(state, policy.choose(hidden, state.next_turn), draws, seconds, tokens, cut)
 
 
 def decision_from(
-    state: EpisodeState,
-    choice: Choice,
-    draws: tuple[float, float] | None = None,
-    seconds: float = 0.0,
-    tokens: int = 0,
-    input_truncated: Truncation | None = None,
+    state: EpisodeState, probs: TurnProbs, draws: tuple[float, float] | None = None,
+    seconds: float = 0.0, tokens: int = 0, input_truncated: Truncation | None = None,
 ) -> Decision:
     """The turn's (agent, role) from the policy's probabilities: the mask, a Thinker's named role
     and greedy or sampled choice applied (`core.head.decide`)."""
     forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
-    chosen = decide(choice, state.mask, draws, forced)
+    chosen = decide(probs, state.mask, draws, forced)
     return Decision(
-        turn=state.next_turn,
-        agent_index=chosen.agent,
-        agent=state.agent_names[chosen.agent],
-        role=role_at(chosen.role),
-        role_source="thinker" if chosen.forced else "head",
+        turn=state.next_turn, agent_index=chosen.agent, agent=state.agent_names[chosen.agent],
+        role=role_at(chosen.role), role_source="thinker" if chosen.forced else "head",
         agent_probs=tuple(float(p) for p in chosen.agent_probs),
-        role_probs=tuple(float(p) for p in chosen.role_probs),
-        coordinator_seconds=seconds,
+        role_probs=tuple(float(p) for p in chosen.role_probs), coordinator_seconds=seconds,
         coordinator_tokens=tokens,
         chosen_probability=None if state.mask is None else chosen.probability,
         input_truncated=input_truncated,
@@ -176,13 +161,10 @@ def request_for(state: EpisodeState, decision: Decision) -> Request | None:
         return None
     problem = state.transcript.problem
     return Request(
-        role=decision.role,
-        system=system_prompt(decision.role, problem.stdin_program),
-        user=state.transcript.agent_view(),
-        lead=COMPLETION_LEADS[decision.role],
+        role=decision.role, system=system_prompt(decision.role, problem.stdin_program),
+        user=state.transcript.agent_view(), lead=COMPLETION_LEADS[decision.role],
         answer_prefix=problem.code_prompt if decision.role is Role.WORKER else "",
-        task_id=problem.task_id,
-        candidate=state.transcript.latest_answer,
+        task_id=problem.task_id, candidate=state.transcript.latest_answer,
         attempt=sum(
             t.agent == decision.agent and t.role is Role.WORKER for t in state.transcript.turns
         ),
@@ -197,17 +179,8 @@ def apply(state: EpisodeState, decision: Decision, reply: Reply | None) -> TurnR
     answer = extract_code(reply.text) if decision.role is Role.WORKER else None
     verdict = parse_verdict(reply.text) if decision.role is Role.VERIFIER else None
     record = TurnRecord(
-        decision,
-        reply.text,
-        answer,
-        verdict,
-        reply.tokens_in,
-        reply.tokens_out,
-        reply.usd,
-        reply.usd_estimated,
-        reply.seconds,
-        reply.truncated,
-        reply.input_truncated,
+        decision, reply.text, answer, verdict, reply.tokens_in, reply.tokens_out, reply.usd,
+        reply.usd_estimated, reply.seconds, reply.truncated, reply.input_truncated,
     )
     state.transcript = state.transcript.with_turn(record.as_turn())
     state.role_override = parse_next_role(reply.text) if decision.role is Role.THINKER else None
@@ -260,25 +233,16 @@ def apply_check(state: EpisodeState, check: AnswerCheck | None) -> CheckOutcome 
 def result_of(state: EpisodeState) -> EpisodeResult:
     answer = state.transcript.latest_answer
     return EpisodeResult(
-        verdict=state.verdict or INTERRUPTED,
-        answer=answer,
-        turns=tuple(state.records),
-        usd=sum(r.usd for r in state.records),
-        error=state.error,
+        verdict=state.verdict or INTERRUPTED, answer=answer, turns=tuple(state.records),
+        usd=sum(r.usd for r in state.records), error=state.error,
         check=state.checked.get(answer) if answer is not None else None,
     )
 
 
 def run_episode(
-    problem: Problem,
-    agents: Sequence[Agent],
-    coordinator: Coordinator | None,
-    policy: Policy,
-    *,
-    max_turns: int = DEFAULT_MAX_TURNS,
-    budget: Budget | None = None,
-    sample_seed: int | Sequence[int] | None = None,
-    on_event: EventSink = ignore,
+    problem: Problem, agents: Sequence[Agent], coordinator: Coordinator | None, policy: Policy, *,
+    max_turns: int = DEFAULT_MAX_TURNS, budget: Budget | None = None,
+    sample_seed: int | Sequence[int] | None = None, on_event: EventSink = ignore,
     check: AnswerCheck | None = None,
 ) -> EpisodeResult:
     """Run one episode to its end. Ctrl-C ends it with verdict `interrupted`, turns kept."""
@@ -293,11 +257,7 @@ def run_episode(
             decision = next_decision(state, coordinator, policy, draws)
             agent = agents[decision.agent_index]
             take_turn(
-                state,
-                decision,
-                agent,
-                budget,
-                on_event=on_event,
+                state, decision, agent, budget, on_event=on_event,
                 begin_stream=partial(_stream_turn, coordinator, policy, agent, state, decision),
             )
             outcome = apply_check(state, check)
@@ -311,13 +271,8 @@ def run_episode(
 
 
 def take_turn(
-    state: EpisodeState,
-    decision: Decision,
-    agent: Agent,
-    budget: Budget,
-    *,
-    on_event: EventSink = ignore,
-    begin_stream: Callable[[], TurnStream | None] = lambda: None,
+    state: EpisodeState, decision: Decision, agent: Agent, budget: Budget, *,
+    on_event: EventSink = ignore, begin_stream: Callable[[], TurnStream | None] = lambda: None,
 ) -> TurnRecord | None:
     """The decision's agent call, folded into `state`; None when no turn was added (the episode
     then ended: `no_answer`, `budget` or `provider_error`)."""

@@ -1,4 +1,5 @@
-"""What the loop reports as it runs (minGPT-style callbacks): display, --jsonl and logs are sinks."""
+"""What the loop reports as it runs (minGPT-style callbacks): display, --jsonl and logs are
+sinks."""
 
 from __future__ import annotations
 

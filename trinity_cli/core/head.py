@@ -40,7 +40,7 @@ def turn_indicators(turn: int, count: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Choice:
+class TurnProbs:
     """One turn's probabilities: over agents (L,) and over ROLE_ORDER (3,)."""
 
     agent_probs: np.ndarray
@@ -50,7 +50,7 @@ class Choice:
 class Policy(Protocol):
     needs_hidden: bool
 
-    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice: ...
+    def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs: ...
 
 
 @dataclass(frozen=True)
@@ -79,13 +79,13 @@ class LinearHead:
         z = (np.asarray(hidden, dtype=np.float64) - self.mean) / self.std
         return z if self.basis is None else self.basis @ z
 
-    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
+    def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
         if hidden is None:
             raise ValueError("a linear head needs the coordinator's hidden state")
         logits = self.weights @ np.concatenate(
             [self.features(hidden), turn_indicators(turn, self.turn_features)]
         )
-        return Choice(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
+        return TurnProbs(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
 
     @property
     def flat(self) -> np.ndarray:
@@ -146,13 +146,13 @@ class UniversalHead:
         u = self.params[inputs * size : inputs * size + size]
         return w, u, self.params[inputs * size + size :].reshape(N_ROLES, inputs)
 
-    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
+    def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
         if hidden is None:
             raise ValueError("the universal head needs the coordinator's hidden state")
         x = np.concatenate([self.features(hidden), turn_indicators(turn, self.turn_features)])
         w, u, roles = self.parts()
         agent_logits = self.profiles @ (w.T @ x + u)
-        return Choice(softmax(agent_logits), softmax(roles @ x))
+        return TurnProbs(softmax(agent_logits), softmax(roles @ x))
 
     @property
     def flat(self) -> np.ndarray:
@@ -175,7 +175,7 @@ class PipelinePolicy:
     mask: np.ndarray | None = None  # (L, 3): which roles each agent may play
     needs_hidden = False
 
-    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
+    def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
         steps = [
             (a, r)
             for a in range(self.n_agents)
@@ -187,7 +187,7 @@ class PipelinePolicy:
         agent[agent_index] = 1.0
         role = np.zeros(N_ROLES)
         role[role_index] = 1.0
-        return Choice(agent, role)
+        return TurnProbs(agent, role)
 
 
 @dataclass(frozen=True)
@@ -197,8 +197,10 @@ class RandomPolicy:
     n_agents: int
     needs_hidden = False
 
-    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
-        return Choice(np.full(self.n_agents, 1.0 / self.n_agents), np.full(N_ROLES, 1.0 / N_ROLES))
+    def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
+        return TurnProbs(
+            np.full(self.n_agents, 1.0 / self.n_agents), np.full(N_ROLES, 1.0 / N_ROLES)
+        )
 
 
 @dataclass(frozen=True)
@@ -209,13 +211,13 @@ class PlanPolicy:
     plan: tuple[tuple[int, Role], ...]
     needs_hidden = False
 
-    def choose(self, hidden: np.ndarray | None, turn: int) -> Choice:
+    def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
         agent, role = self.plan[min(turn, len(self.plan)) - 1]
         agent_probs = np.zeros(self.n_agents)
         agent_probs[agent] = 1.0
         role_probs = np.zeros(N_ROLES)
         role_probs[ROLE_ORDER.index(role)] = 1.0
-        return Choice(agent_probs, role_probs)
+        return TurnProbs(agent_probs, role_probs)
 
 
 @dataclass(frozen=True)
@@ -231,9 +233,7 @@ class Pick:
 
 
 def decide(
-    choice: Choice,
-    mask: np.ndarray | None,
-    draws: tuple[float, float] | None = None,
+    probs: TurnProbs, mask: np.ndarray | None, draws: tuple[float, float] | None = None,
     forced_role: int | None = None,
 ) -> Pick:
     """Greedy: the joint argmax. Sampled: the agent from the masked joint's marginal with
@@ -242,15 +242,15 @@ def decide(
     Without a mask, agent and role are chosen independently, which is the same thing."""
     u_agent, u_role = (None, None) if draws is None else draws
     if mask is None:
-        agent = pick(choice.agent_probs, u_agent)
-        role = forced_role if forced_role is not None else pick(choice.role_probs, u_role)
-        p = choice.agent_probs[agent] * (
-            1.0 if forced_role is not None else choice.role_probs[role]
+        agent = pick(probs.agent_probs, u_agent)
+        role = forced_role if forced_role is not None else pick(probs.role_probs, u_role)
+        p = probs.agent_probs[agent] * (
+            1.0 if forced_role is not None else probs.role_probs[role]
         )
         return Pick(
-            agent, role, choice.agent_probs, choice.role_probs, float(p), forced_role is not None
+            agent, role, probs.agent_probs, probs.role_probs, float(p), forced_role is not None
         )
-    joint = np.outer(choice.agent_probs, choice.role_probs) * mask
+    joint = np.outer(probs.agent_probs, probs.role_probs) * mask
     if joint.sum() <= 0:  # all the policy's mass on forbidden pairs: uniform over allowed ones
         joint = mask.astype(np.float64)
     joint = joint / joint.sum()

@@ -15,9 +15,9 @@ agent's predicted pass on a task with state z: a skill vector in the head's inpu
 vector holds the pass rate itself (v1 held only the fit's value at z = 0, pass_rate − offset),
 so a head can weigh the pass rate and the task-specific part separately. RIDGE is
 light (0.03): the states are whitened, and a heavy penalty would leave the pass rate alone
-deciding (measured on the synthetic record of tests/support/learnable_record.py). `usd_per_answer` is
-the mean $ of one Worker answer at the agent's prices. A profile is only meaningful with the
-coordinator and basis it was measured with; `ProfileKey` names both.
+deciding (measured on the synthetic record of tests/support/learnable_record.py).
+`usd_per_answer` is the mean $ of one Worker answer at the agent's prices. A profile is only
+meaningful with the coordinator and basis it was measured with; `ProfileKey` names both.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class Profile:
     skill: tuple[float, ...]  # (k,)
     usd_per_answer: float
     n: int
-    offset: float  # mean(Z) · skill: the predicted pass on a task with state z is pass_rate + z · skill − offset
+    # mean(Z) · skill: the predicted pass on a task with state z is pass_rate + z · skill − offset
+    offset: float
 
     @property
     def cost(self) -> float:

@@ -60,9 +60,7 @@ class Reply:
 
 class Provider(Protocol):
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply: ...
 

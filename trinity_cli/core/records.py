@@ -18,7 +18,8 @@ class CheckOutcome:
 
     passed: bool
     summary: str
-    source: str  # what checked it (TestSuite.source), or "syntax": the answer did not parse, so no test ran
+    # what checked it (TestSuite.source), or "syntax": the answer did not parse, so no test ran
+    source: str
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class TurnRecord:
 
     @property
     def input_truncated(self) -> Truncation | None:
-        """The turn's largest cut: the coordinator's reading of the transcript, or the agent's prompt."""
+        """The turn's largest cut: the coordinator's reading of the transcript, or the agent's
+        prompt."""
         return largest_cut(self.decision.input_truncated, self.prompt_truncated)
 
     def as_turn(self) -> Turn:

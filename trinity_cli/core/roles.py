@@ -59,9 +59,7 @@ def system_prompt(role: Role, stdin_program: bool = False) -> str:
 
 # What a completion-mode (base) model is asked to continue after the transcript.
 COMPLETION_LEADS: dict[Role, str] = {
-    Role.THINKER: "Plan:\n",
-    Role.WORKER: "```python\n",
-    Role.VERIFIER: "Verdict:",
+    Role.THINKER: "Plan:\n", Role.WORKER: "```python\n", Role.VERIFIER: "Verdict:",
 }
 
 _VERDICT_TAG = re.compile(r"<verdict>\s*(accept|reject)\s*</verdict>", re.IGNORECASE)

@@ -1,12 +1,12 @@
 """Heads on disk: `NAME.npz` (arrays) + `NAME.json` (metadata sidecar), and choosing one.
 
-The sidecar records what a head is only valid for: the backbone GGUF (name + sha256), hidden
-size, token position, transcript format, the agents in logit order (name, provider, model) and
-the role order, plus how it was trained. A head may also be a fixed plan (`"kind": "plan"`, the
-array `plan` of (agent, role) index pairs, its last step repeated): `train` saves the plan its
-search started from beside the head, and a plan fits any coordinator. Which head a run uses is decided in
-`runtime.choose_policy`; this module finds the heads that fit (`newest_fitting`) and resolves
-a head's name (`resolve`).
+The sidecar records what a head is only valid for: the backbone GGUF (name + sha256), hidden size,
+token position, transcript format, the agents in logit order (name, provider, model) and the role
+order, plus how it was trained. A head may also be a fixed plan (`"kind": "plan"`, the array `plan`
+of (agent, role) index pairs, its last step repeated): `train` saves the plan its search started
+from beside the head, and a plan fits any coordinator. Which head a run uses is decided in
+`runtime.choose_policy`; this module finds the heads that fit (`newest_fitting`) and resolves a
+head's name (`resolve`).
 """
 
 from __future__ import annotations
@@ -66,8 +66,7 @@ def universal_metadata(
     from trinity_cli.core.profile import DEFINITION
 
     profile = {
-        "definition": DEFINITION,
-        "size": int(head.profiles.shape[1]),
+        "definition": DEFINITION, "size": int(head.profiles.shape[1]),
         "basis_sha256": basis_sha256(head),
     }
     return _metadata(backbone, hidden_size, kind=UNIVERSAL, agents=[], profile=profile, **extra)
@@ -76,13 +75,10 @@ def universal_metadata(
 def _metadata(backbone: Backbone, hidden_size: int, **extra: Any) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
-        "backbone": {"name": backbone.name, "sha256": backbone.sha256},
-        "hidden_size": hidden_size,
-        "token_position": backbone.token_position,
-        "transcript_format": backbone.transcript_format,
+        "backbone": {"name": backbone.name, "sha256": backbone.sha256}, "hidden_size": hidden_size,
+        "token_position": backbone.token_position, "transcript_format": backbone.transcript_format,
         "roles": [r.value for r in ROLE_ORDER],
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        **extra,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra,
     }
 
 
@@ -187,8 +183,8 @@ def basis_sha256(head: Any) -> str:
 
 
 def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
-    """(LinearHead, unbound UniversalHead or PlanPolicy, metadata); any unreadable or inconsistent file is a
-    ConfigError."""
+    """(LinearHead, unbound UniversalHead or PlanPolicy, metadata); any unreadable or inconsistent
+    file is a ConfigError."""
     import numpy as np
 
     from trinity_cli.core.head import N_ROLES, LinearHead
@@ -224,7 +220,8 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
     ):
         raise ConfigError(
             f"weights {path}: arrays do not fit the metadata (weights {weights.shape}, expected "
-            f"({n_agents}+{N_ROLES}, {k}+{turns}) for {n_agents} agents, hidden size {d} and {turns} turn features)"
+            f"({n_agents}+{N_ROLES}, {k}+{turns}) for {n_agents} agents, hidden size {d} and "
+            f"{turns} turn features)"
         )
     return LinearHead(
         weights.astype(np.float64), mean.astype(np.float64), std.astype(np.float64), basis, turns
@@ -257,8 +254,7 @@ def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
     if missing:
         raise ConfigError(f"weights {path}: array {missing[0]!r} is missing")
     basis, size, turns = (
-        arrays["basis"].astype(np.float64),
-        int(profile.get("size", 0)),
+        arrays["basis"].astype(np.float64), int(profile.get("size", 0)),
         _turn_features(path, arrays),
     )
     k, d = basis.shape
@@ -270,15 +266,12 @@ def _universal(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
     ):
         raise ConfigError(
             f"weights {path}: arrays do not fit the metadata (a universal head of {k} components, "
-            f"{turns} turn features, profiles of {size} values, hidden size {meta.get('hidden_size')})"
+            f"{turns} turn features, profiles of {size} values, hidden size "
+            f"{meta.get('hidden_size')})"
         )
     head = UniversalHead(
-        arrays["params"].astype(np.float64),
-        arrays["mean"].astype(np.float64),
-        arrays["std"].astype(np.float64),
-        basis,
-        np.zeros((0, size)),
-        turns,
+        arrays["params"].astype(np.float64), arrays["mean"].astype(np.float64),
+        arrays["std"].astype(np.float64), basis, np.zeros((0, size)), turns,
     )
     if basis_sha256(head) != profile.get("basis_sha256"):
         raise ConfigError(
@@ -306,7 +299,8 @@ def _plan(path: Path, arrays: dict[str, Any], meta: dict[str, Any]) -> Any:
         ).all()
     ):
         raise ConfigError(
-            f"weights {path}: array 'plan' must hold (agent, role) index pairs for its {n_agents} agents"
+            f"weights {path}: array 'plan' must hold (agent, role) index pairs for its {n_agents} "
+            "agents"
         )
     return PlanPolicy(n_agents, tuple((int(a), ROLE_ORDER[int(r)]) for a, r in steps))
 

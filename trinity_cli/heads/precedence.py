@@ -2,8 +2,7 @@
 `solve --help`, `pool --help` and the README quote it (tests/test_head_precedence.py checks)."""
 
 STEPS = (
-    "--weights (a path or a head's name)",
-    "TRINITY_WEIGHTS",
+    "--weights (a path or a head's name)", "TRINITY_WEIGHTS",
     "[coordinator] weights in the pool file",
     "the newest head you trained that fits the pool and coordinator",
     "the newest shipped head that fits",

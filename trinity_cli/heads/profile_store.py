@@ -58,12 +58,8 @@ def profiles_path() -> Path:
 
 def agent_fields(spec: AgentSpec) -> dict[str, Any]:
     fields: dict[str, Any] = {
-        "provider": spec.provider,
-        "model": spec.model,
-        "base_url": spec.base_url,
-        "temperature": spec.temperature,
-        "mode": spec.mode,
-        "max_tokens": spec.max_tokens,
+        "provider": spec.provider, "model": spec.model, "base_url": spec.base_url,
+        "temperature": spec.temperature, "mode": spec.mode, "max_tokens": spec.max_tokens,
         "stop": list(spec.stop),
     }
     if spec.provider == "replay":
@@ -112,9 +108,7 @@ class ProfileStore:
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         body = json.dumps(
             {
-                "profile": asdict(profile),
-                "task_ids": list(task_ids),
-                "agent": spec.name,
+                "profile": asdict(profile), "task_ids": list(task_ids), "agent": spec.name,
                 "scale": asdict(scale),
             }
         )
@@ -131,8 +125,7 @@ class ProfileStore:
         if task_ids is None:
             row = self._db.execute(
                 "SELECT created, body FROM profiles WHERE agent_key = ? "
-                "ORDER BY created DESC, rowid DESC LIMIT 1",
-                (agent_key(spec, scale),),
+                "ORDER BY created DESC, rowid DESC LIMIT 1", (agent_key(spec, scale),),
             ).fetchone()
         else:
             row = self._db.execute(

@@ -72,11 +72,8 @@ def numerics(*, n_batch: int, swa_ring: int | None) -> dict[str, Any]:
     info = _ll().llama_print_system_info().decode("utf-8", "replace")
     features = sorted(set(re.findall(r"(\w+) = 1\b", info)))
     return {
-        "llama_cpp": str(_ll().__version__),
-        "cpu_features": ",".join(features),
-        "n_batch": n_batch,
-        "swa_ring": swa_ring or 0,
-        "flash_attention": False,
+        "llama_cpp": str(_ll().__version__), "cpu_features": ",".join(features), "n_batch": n_batch,
+        "swa_ring": swa_ring or 0, "flash_attention": False,
     }
 
 
@@ -186,11 +183,7 @@ def spans(begin: int, end: int, size: int, min_last: int = 1) -> list[tuple[int,
 
 
 def decode(
-    ctx: Any,
-    batch: Any,
-    tokens: Sequence[int],
-    first_position: int,
-    outputs_from: int,
+    ctx: Any, batch: Any, tokens: Sequence[int], first_position: int, outputs_from: int,
     seq: int = 0,
 ) -> None:
     """One llama_decode of `tokens` (at most the batch's size) at positions first_position...;

@@ -2,8 +2,9 @@
 
 The task sets, records, pools and manifest under `trinity_cli/data/` are derived from public
 records (LDB, EvalPerf, MBPP, HumanEval: credits and licences in data/NOTICE and
-data/licenses/) by `scripts/build_records.py`: rebuild them, never edit them. A `--pool`, `record = ...` or task set given by the user follows one rule: an
-existing path wins, else a bundled name, else an error listing the names.
+data/licenses/) by `scripts/build_records.py`: rebuild them, never edit them. A `--pool`,
+`record = ...` or task set given by the user follows one rule: an existing path wins, else a
+bundled name, else an error listing the names.
 
 Record format (JSON Lines, gzip allowed; one object per line). A recorded program:
 

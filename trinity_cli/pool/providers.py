@@ -14,9 +14,11 @@ ROLES = ("thinker", "worker", "verifier")  # the names core.roles.Role takes
 class ProviderKind:
     name: str  # what a pool's `provider =` says
     implementation: str  # "module:Class", imported only when an agent is built: Class(spec)
-    network: bool = True  # calls a server: --offline refuses it unless the server is loopback; Ray sizes for waits
+    # calls a server: --offline refuses it unless the server is loopback; Ray sizes for waits
+    network: bool = True
     priced: bool = True  # billed per token at the pool's prices (False: free, its prices ignored)
-    retried: bool = True  # transient errors are retried (1 + `retries` attempts), and its context fitted to n_ctx
+    # transient errors are retried (1 + `retries` attempts), and its context fitted to n_ctx
+    retried: bool = True
     key_envs: tuple[
         str, ...
     ] = ()  # environment variables its API key is read from (`api_key_env` overrides)
@@ -36,45 +38,28 @@ KINDS: dict[str, ProviderKind] = {
     kind.name: kind
     for kind in (
         ProviderKind(
-            "openai",
-            "trinity_cli.providers.openai_compat:OpenAIProvider",
-            key_envs=("OPENAI_API_KEY",),
-            keys=("token_param",),
+            "openai", "trinity_cli.providers.openai_compat:OpenAIProvider",
+            key_envs=("OPENAI_API_KEY",), keys=("token_param",),
         ),
         ProviderKind(
-            "anthropic",
-            "trinity_cli.providers.anthropic:AnthropicProvider",
+            "anthropic", "trinity_cli.providers.anthropic:AnthropicProvider",
             key_envs=("ANTHROPIC_API_KEY",),
         ),
         ProviderKind(
-            "gemini",
-            "trinity_cli.providers.gemini:GeminiProvider",
+            "gemini", "trinity_cli.providers.gemini:GeminiProvider",
             key_envs=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         ),
         ProviderKind(
-            "local",
-            "trinity_cli.providers.local_gguf:LocalProvider",
-            network=False,
-            priced=False,
-            retried=False,
-            keys=("mode",),
+            "local", "trinity_cli.providers.local_gguf:LocalProvider", network=False, priced=False,
+            retried=False, keys=("mode",),
         ),
         ProviderKind(
-            "sim",
-            "trinity_cli.providers.sim:SimProvider",
-            network=False,
-            retried=False,
-            keys=SIM_KEYS,
-            from_tasks=True,
+            "sim", "trinity_cli.providers.sim:SimProvider", network=False, retried=False,
+            keys=SIM_KEYS, from_tasks=True,
         ),
         ProviderKind(
-            "replay",
-            "trinity_cli.providers.replay:ReplayProvider",
-            network=False,
-            retried=False,
-            roles=REPLAY_ROLES,
-            keys=("record", "seed"),
-            from_tasks=True,
+            "replay", "trinity_cli.providers.replay:ReplayProvider", network=False, retried=False,
+            roles=REPLAY_ROLES, keys=("record", "seed"), from_tasks=True,
         ),
     )
 }

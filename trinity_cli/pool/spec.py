@@ -50,9 +50,8 @@ class AgentSpec:
     )
     stop: tuple[str, ...] = ()
     roles: tuple[str, ...] = ROLES  # the roles the coordinator may give this agent
-    n_ctx: int | None = (
-        None  # the context in tokens: local default 4096; remote, when given, prompts are fitted to it
-    )
+    # the context in tokens: local default 4096; remote, when given, prompts are fitted to it
+    n_ctx: int | None = None
     timeout_s: float = 120.0  # per attempt
     retries: int = 3  # extra attempts after a rate-limit, server or network error
     deadline_s: float = 300.0  # all attempts of one call together
@@ -104,8 +103,8 @@ def find_pool_file(flag: str | None) -> Path | None:
                 close = difflib.get_close_matches(given, pool_names(), n=1)
                 hint = f"did you mean {close[0]}? " if close else ""
                 raise ConfigError(
-                    f"pool file not found: {given} ({hint}no such file, and no bundled pool of that "
-                    f"name: {', '.join(pool_names())})"
+                    f"pool file not found: {given} ({hint}no such file, and no bundled pool of "
+                    f"that name: {', '.join(pool_names())})"
                 ) from None
     for candidate in (Path("trinity.toml"), paths.config_dir() / "pool.toml"):
         if candidate.is_file():
@@ -281,7 +280,8 @@ def _replay(source: str, raw: dict[str, Any], bad: Callable[[str, str], ConfigEr
     if "thinker" in raw.get("roles", ()):
         raise bad(
             "roles",
-            f"includes thinker, but a replay agent only replays recorded programs: use a subset of {list(REPLAY_ROLES)}",
+            "includes thinker, but a replay agent only replays recorded programs: "
+            f"use a subset of {list(REPLAY_ROLES)}",
         )
 
 
@@ -316,7 +316,8 @@ def _coordinator(source: str, raw: dict[str, Any]) -> CoordinatorSpec:
                 raise ConfigError(f"{source}: coordinator.{key} must be positive")
             if key == "token_position" and value >= 0:
                 raise ConfigError(
-                    f"{source}: coordinator.token_position counts from the cue's end: use -1, -2, ..."
+                    f"{source}: coordinator.token_position counts from the cue's end: "
+                    "use -1, -2, ..."
                 )
             changes[key] = value
     return CoordinatorSpec(**changes)

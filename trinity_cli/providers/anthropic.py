@@ -19,24 +19,17 @@ class AnthropicProvider:
         self.spec = spec
         self.prices = Prices(spec.price_in, spec.price_out)
         self._client = anthropic.Anthropic(
-            api_key=api_key(spec),
-            base_url=spec.base_url,
-            timeout=spec.timeout_s,
-            max_retries=0,
+            api_key=api_key(spec), base_url=spec.base_url, timeout=spec.timeout_s, max_retries=0,
         )
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
         parts: list[str] = []
         common = dict(
-            model=self.spec.model,
-            max_tokens=self.spec.max_tokens,
-            system=request.system,
+            model=self.spec.model, max_tokens=self.spec.max_tokens, system=request.system,
             messages=[{"role": "user", "content": request.user}],
             **({"stop_sequences": list(self.spec.stop)} if self.spec.stop else {}),
             # recent SDKs dropped the parameter; older models still accept it in the body
@@ -61,10 +54,6 @@ class AnthropicProvider:
         tokens_in, tokens_out = final.usage.input_tokens, final.usage.output_tokens
         text = "".join(parts)
         return Reply(
-            text,
-            tokens_in,
-            tokens_out,
-            self.prices.usd(tokens_in, tokens_out),
-            watch.seconds,
+            text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds,
             truncated=final.stop_reason == "max_tokens",
         )

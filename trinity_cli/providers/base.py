@@ -1,7 +1,8 @@
 """Helpers the providers share: offline token estimates, loopback detection, timing.
 
-The interface itself (`Provider`, `Request`, `Reply`, `Prices`) lives in `trinity_cli.core.provider`.
-Providers import their SDKs lazily, so a missing key or package breaks only that provider.
+The interface itself (`Provider`, `Request`, `Reply`, `Prices`) lives in
+`trinity_cli.core.provider`. Providers import their SDKs lazily, so a missing key or package
+breaks only that provider.
 """
 
 from __future__ import annotations

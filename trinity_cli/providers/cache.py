@@ -35,7 +35,8 @@ class ResponseStore:
     SCHEMA = ("replies", "reply", "TEXT")
 
     def __init__(self, path: Path | None, table: Table | None = None) -> None:
-        """On `path`, or on another process's store (`table`: a cluster worker's, see cluster.py)."""
+        """On `path`, or on another process's store (`table`: a cluster worker's, see
+        cluster.py)."""
         self.path = path
         self._table: Table = table or KeyValueStore(path, *self.SCHEMA)  # type: ignore[arg-type]
         self._stats_lock = threading.Lock()
@@ -76,28 +77,15 @@ class CachingProvider:
 
     def key(self, request: Request) -> str:
         parts = [
-            self.spec.name,
-            self.spec.provider,
-            self.spec.model,
-            request.role.value,
-            request.system,
-            request.user,
-            request.lead,
-            request.answer_prefix,
-            request.task_id,
-            request.candidate,
-            self.spec.temperature,
-            self.spec.max_tokens,
-            list(self.spec.stop),
-            self.spec.mode,
+            self.spec.name, self.spec.provider, self.spec.model, request.role.value, request.system,
+            request.user, request.lead, request.answer_prefix, request.task_id, request.candidate,
+            self.spec.temperature, self.spec.max_tokens, list(self.spec.stop), self.spec.mode,
             request.sample,
         ]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         key = self.key(request)

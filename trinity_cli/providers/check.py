@@ -82,11 +82,17 @@ def _check_record(spec: AgentSpec) -> tuple[bool, str]:
     if spec.model not in record.models:
         return (
             False,
-            f"record {record.path.name} has no model {spec.model!r} (it has: {', '.join(record.models)})",
+            (
+                f"record {record.path.name} has no model {spec.model!r} "
+                f"(it has: {', '.join(record.models)})"
+            ),
         )
     return (
         True,
-        f"recorded answers of {len(record.task_ids(spec.model))} tasks ({record.path.name}): no model is called",
+        (
+            f"recorded answers of {len(record.task_ids(spec.model))} tasks "
+            f"({record.path.name}): no model is called"
+        ),
     )
 
 

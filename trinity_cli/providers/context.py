@@ -1,4 +1,5 @@
-"""A remote agent's declared context (`n_ctx` in the pool file): its prompt is fitted before it is sent.
+"""A remote agent's declared context (`n_ctx` in the pool file): its prompt is fitted before it
+is sent.
 
 A server that gets a prompt longer than its context refuses it or, like Ollama, silently keeps
 its end; a remote model's context cannot be known, so trinity cuts only for an agent whose
@@ -42,10 +43,11 @@ def fit(request: Request, spec: AgentSpec, n_ctx: int) -> tuple[Request, Truncat
         return request, None
     if room < MIN_USER_TOKENS:
         raise UsageError(
-            f"agent {spec.name!r} cannot read this problem: its {request.role.value} prompt is about "
-            f"{fixed + user:,} tokens, and n_ctx {n_ctx} less {spec.max_tokens} for the reply leaves room for "
-            f"{max(room + fixed, 0):,}, too few for its instructions and any of the problem; raise the agent's "
-            "n_ctx, lower its max_tokens, or shorten the problem"
+            f"agent {spec.name!r} cannot read this problem: its {request.role.value} prompt is "
+            f"about {fixed + user:,} tokens, and n_ctx {n_ctx} less {spec.max_tokens} for the "
+            f"reply leaves room for {max(room + fixed, 0):,}, too few for its instructions and "
+            "any of the problem; raise the agent's n_ctx, lower its max_tokens, or shorten the "
+            "problem"
         )
     data = request.user.encode("utf-8")
     kept = CUT_MARK + data[len(data) - (room * BYTES_PER_TOKEN - len(CUT_MARK)) :].decode(
@@ -54,9 +56,9 @@ def fit(request: Request, spec: AgentSpec, n_ctx: int) -> tuple[Request, Truncat
     kept_tokens = fixed + estimate_tokens(kept)
     dropped = fixed + user - kept_tokens
     note = (
-        f"agent {spec.name!r} ({request.role.value}): the prompt is about {fixed + user:,} tokens (4 bytes a "
-        f"token); n_ctx {n_ctx} less {spec.max_tokens} for the reply holds about {kept_tokens:,}: the start of "
-        f"the task is cut ({dropped:,} dropped)"
+        f"agent {spec.name!r} ({request.role.value}): the prompt is about {fixed + user:,} tokens "
+        f"(4 bytes a token); n_ctx {n_ctx} less {spec.max_tokens} for the reply holds about "
+        f"{kept_tokens:,}: the start of the task is cut ({dropped:,} dropped)"
     )
     return replace(request, user=kept), Truncation(kept_tokens, dropped, spec.name, note)
 
@@ -70,9 +72,7 @@ class FittingProvider:
         self.n_ctx = n_ctx
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         fitted, cut = fit(request, self.spec, self.n_ctx)

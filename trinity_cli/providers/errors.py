@@ -79,9 +79,6 @@ def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
     )
     # redact before cutting: a key that crossed the cut would leave its prefix behind
     return ProviderError(
-        redact(message)[:MESSAGE_CHARS],
-        agent=spec.name,
-        kind=kind,
-        retry_after=_retry_after(exc),
+        redact(message)[:MESSAGE_CHARS], agent=spec.name, kind=kind, retry_after=_retry_after(exc),
         status=status,
     )

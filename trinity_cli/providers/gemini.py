@@ -26,22 +26,17 @@ class GeminiProvider:
         self._types = types
         options = types.HttpOptions(base_url=spec.base_url, timeout=int(spec.timeout_s * 1000))
         self._client = genai.Client(
-            api_key=api_key(spec),
-            http_options=options,
+            api_key=api_key(spec), http_options=options,
         )
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
         config = self._types.GenerateContentConfig(
-            system_instruction=request.system,
-            max_output_tokens=self.spec.max_tokens,
-            temperature=self.spec.temperature,
-            stop_sequences=list(self.spec.stop) or None,
+            system_instruction=request.system, max_output_tokens=self.spec.max_tokens,
+            temperature=self.spec.temperature, stop_sequences=list(self.spec.stop) or None,
         )
         parts: list[str] = []
         usage, finish = None, None
@@ -77,16 +72,9 @@ class GeminiProvider:
             estimated = False
         else:
             tokens_in, tokens_out, estimated = (
-                estimate_tokens(request.system + request.user),
-                estimate_tokens(text),
-                True,
+                estimate_tokens(request.system + request.user), estimate_tokens(text), True,
             )
         return Reply(
-            text,
-            tokens_in,
-            tokens_out,
-            self.prices.usd(tokens_in, tokens_out),
-            watch.seconds,
-            estimated,
-            truncated=finish == "MAX_TOKENS",
+            text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds,
+            estimated, truncated=finish == "MAX_TOKENS",
         )

@@ -92,12 +92,7 @@ class _Runtime:
         return logits - peak - np.log(np.exp(logits - peak).sum())
 
     def generate(
-        self,
-        prompt: list[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        stops: Sequence[str],
+        self, prompt: list[int], *, max_tokens: int, temperature: float, stops: Sequence[str],
         on_text: TextCallback | None,
     ) -> tuple[str, int, bool]:
         """Sample up to `max_tokens` after `prompt`; the text ends before the first stop string.
@@ -184,10 +179,8 @@ def _sampler(ll: Any, temperature: float, seed: int) -> Any:
         ll.llama_sampler_chain_add(chain, ll.llama_sampler_init_greedy())
         return chain
     for stage in (
-        ll.llama_sampler_init_top_k(40),
-        ll.llama_sampler_init_top_p(0.95, 1),
-        ll.llama_sampler_init_min_p(0.05, 1),
-        ll.llama_sampler_init_temp(temperature),
+        ll.llama_sampler_init_top_k(40), ll.llama_sampler_init_top_p(0.95, 1),
+        ll.llama_sampler_init_min_p(0.05, 1), ll.llama_sampler_init_temp(temperature),
         ll.llama_sampler_init_dist(seed),
     ):
         ll.llama_sampler_chain_add(chain, stage)
@@ -220,9 +213,7 @@ class LocalProvider:
             self._render = _chat_formatter(self._runtime.model, spec.name)
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
@@ -235,12 +226,7 @@ class LocalProvider:
             else:
                 text, prompt, tokens_out, truncated = self._generate(request, on_text)
         return Reply(
-            text,
-            len(prompt),
-            tokens_out,
-            0.0,
-            watch.seconds,
-            truncated=truncated,
+            text, len(prompt), tokens_out, 0.0, watch.seconds, truncated=truncated,
             input_truncated=prompt.cut,
         )
 
@@ -256,14 +242,16 @@ class LocalProvider:
         need = max(MIN_PROMPT_TOKENS, len(self._runtime.model.tokenize(end, bos=False)) + 1)
         if room < need:
             raise UsageError(
-                f"agent {self.spec.name!r} cannot read this problem: its {request.role.value} prompt is "
-                f"{total:,} tokens, and n_ctx {n_ctx} less {reserve} for the reply leaves {max(room, 0):,}, "
-                f"fewer than the {need:,} its end needs (the lead and signature it continues); raise the "
-                "agent's n_ctx, lower its max_tokens, or shorten the problem"
+                f"agent {self.spec.name!r} cannot read this problem: its {request.role.value} "
+                f"prompt is {total:,} tokens, and n_ctx {n_ctx} less {reserve} for the reply "
+                f"leaves {max(room, 0):,}, fewer than the {need:,} its end needs (the lead and "
+                "signature it continues); raise the agent's n_ctx, lower its max_tokens, or "
+                "shorten the problem"
             )
         note = (
-            f"agent {self.spec.name!r} ({request.role.value}): the prompt is {total:,} tokens; n_ctx {n_ctx} less "
-            f"{reserve} for the reply holds its first token and last {room - 1:,} ({total - room:,} dropped)"
+            f"agent {self.spec.name!r} ({request.role.value}): the prompt is {total:,} tokens; "
+            f"n_ctx {n_ctx} less {reserve} for the reply holds its first token and last "
+            f"{room - 1:,} ({total - room:,} dropped)"
         )
         return _Prompt(
             tokens[:1] + tokens[-(room - 1) :], Truncation(room, total - room, self.spec.name, note)
@@ -287,11 +275,8 @@ class LocalProvider:
             tokens = model.tokenize(request.completion_prompt(), bos=True)
         prompt = self._clip(request, tokens, self.spec.max_tokens)
         text, count, truncated = self._runtime.generate(
-            prompt.tokens,
-            max_tokens=self.spec.max_tokens,
-            temperature=self.temperature,
-            stops=stops,
-            on_text=on_text,
+            prompt.tokens, max_tokens=self.spec.max_tokens, temperature=self.temperature,
+            stops=stops, on_text=on_text,
         )
         if self._render is None and request.role is Role.WORKER:
             parts = _TOP_LEVEL.split(text, maxsplit=1) if request.answer_prefix else [text]
@@ -345,15 +330,14 @@ def _chat_formatter(model: Model, agent: str) -> Callable[..., Any]:
     template = model.chat_template()
     if template is None:
         raise ConfigError(
-            f'agent {agent!r}: mode = "chat" needs a GGUF with a chat template, and {model.path.name} has none '
-            '(use mode = "completion" for base models)'
+            f'agent {agent!r}: mode = "chat" needs a GGUF with a chat template, and '
+            f'{model.path.name} has none (use mode = "completion" for base models)'
         )
     import llama_cpp
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     vocab = model.vocab
     return Jinja2ChatFormatter(
-        template=template,
-        eos_token=model.token_text(llama_cpp.llama_vocab_eos(vocab)),
+        template=template, eos_token=model.token_text(llama_cpp.llama_vocab_eos(vocab)),
         bos_token=model.token_text(llama_cpp.llama_vocab_bos(vocab)),
     )

@@ -1,7 +1,8 @@
 """OpenAI and any OpenAI-compatible server (llama.cpp server, Ollama, vLLM) via the official SDK.
 
-When a caller watches the text (`on_text`), streams with `stream_options.include_usage`; a server that sends no usage chunk gets an
-estimate and the reply is flagged `usd_estimated`. A loopback `base_url` needs no key.
+When a caller watches the text (`on_text`), streams with `stream_options.include_usage`; a
+server that sends no usage chunk gets an estimate and the reply is flagged `usd_estimated`. A
+loopback `base_url` needs no key.
 
 OpenAI's reasoning models (o1, o3, o4, gpt-5) refuse `max_tokens` and any temperature but the
 default: the length limit goes out as the agent's `token_param` (`max_completion_tokens` on
@@ -54,8 +55,9 @@ class OpenAIProvider:
         ):
             _warned.add(spec.name)
             sys.stderr.write(
-                f"warning: agent {spec.name!r}: {spec.model} is a reasoning model that takes only its "
-                f"default temperature; temperature = {spec.temperature:g} from the pool is not sent\n"
+                f"warning: agent {spec.name!r}: {spec.model} is a reasoning model that takes "
+                f"only its default temperature; temperature = {spec.temperature:g} from the pool "
+                "is not sent\n"
             )
         self.prices = Prices(spec.price_in, spec.price_out)
         key = api_key(spec)
@@ -64,9 +66,7 @@ class OpenAIProvider:
         )
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         watch = Stopwatch()
@@ -103,19 +103,12 @@ class OpenAIProvider:
             usage is not None and usage.prompt_tokens is not None
         ):  # completion_tokens includes reasoning tokens
             tokens_in, tokens_out, estimated = (
-                usage.prompt_tokens,
-                usage.completion_tokens or 0,
-                False,
+                usage.prompt_tokens, usage.completion_tokens or 0, False,
             )
         else:
             tokens_in = estimate_tokens(request.system + request.user)
             tokens_out, estimated = estimate_tokens(text), True
         return Reply(
-            text,
-            tokens_in,
-            tokens_out,
-            self.prices.usd(tokens_in, tokens_out),
-            watch.seconds,
-            estimated,
-            truncated=finish == "length",
+            text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), watch.seconds,
+            estimated, truncated=finish == "length",
         )

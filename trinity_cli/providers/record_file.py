@@ -124,7 +124,8 @@ def parse_record(path: Path) -> Record:
         if kind == "rate":
             if first_line != number:
                 raise ConfigError(
-                    f"{where}: model {model!r} already has a pass rate for task {task} (line {first_line})"
+                    f"{where}: model {model!r} already has a pass rate for task {task} "
+                    f"(line {first_line})"
                 )
             record.rates[(model, task)] = PassRate(float(raw["pass_rate"]), tuple(raw["correct"]))
             continue
@@ -140,7 +141,8 @@ def parse_record(path: Path) -> Record:
         )
     if not kinds:
         raise ConfigError(
-            f"record {path} has no lines: each line is one recorded program (see the format in the README)"
+            f"record {path} has no lines: "
+            "each line is one recorded program (see the format in the README)"
         )
     for (model, task, sample), programs in rounds.items():
         programs.sort(key=lambda p: p.round)
@@ -198,6 +200,7 @@ def _checked(raw: dict[str, Any], where: str) -> dict[str, Any]:
             isinstance(c, str) and c.strip() for c in correct
         ):
             raise ConfigError(
-                f"{where}: field 'correct' is missing or not a list of programs (non-empty strings; [] for none)"
+                f"{where}: field 'correct' is missing or not a list of programs "
+                "(non-empty strings; [] for none)"
             )
     return raw

@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 
 
 def build_provider(
-    spec: AgentSpec,
-    tasks: Mapping[str, Task] | None = None,
-    coordinator_model: str = EMBEDDED,
+    spec: AgentSpec, tasks: Mapping[str, Task] | None = None, coordinator_model: str = EMBEDDED,
     store: ResponseStore | None = None,
 ) -> Provider:
     """The provider its kind declares (pool.providers), retried and fitted to `n_ctx` where the
@@ -45,20 +43,17 @@ def build_provider(
 
 
 def build_agents(
-    specs: Sequence[AgentSpec],
-    tasks: Sequence[Task] = (),
-    store: ResponseStore | None = None,
-    *,
-    coordinator_model: str = EMBEDDED,
-    problem: str | None = None,
+    specs: Sequence[AgentSpec], tasks: Sequence[Task] = (), store: ResponseStore | None = None, *,
+    coordinator_model: str = EMBEDDED, problem: str | None = None,
 ) -> list[Agent]:
     """The loop's agents; with a store, every call goes through the response cache.
 
     Replay agents (recorded answers) count tokens with the coordinator's tokenizer
     (`coordinator_model`, the pool's [coordinator] model), skip the cache (their replies are
-    a function of the request and the record; only their verdicts are stored, by content), and are checked here: given `tasks` (train,
-    eval), their record must cover every task; given `problem` (solve), it must be a recorded
-    task's prompt. Either failure is exit 3 before any episode runs."""
+    a function of the request and the record; only their verdicts are stored, by content), and
+    are checked here: given `tasks` (train, eval), their record must cover every task; given
+    `problem` (solve), it must be a recorded task's prompt. Either failure is exit 3 before any
+    episode runs."""
     by_id = {t.task_id: t for t in tasks}
     agents = []
     for spec in specs:
@@ -76,11 +71,7 @@ def build_agents(
                 provider = CachingProvider(provider, spec, store)
         agents.append(
             Agent(
-                spec.name,
-                provider,
-                max_tokens,
-                prices,
-                remote=kind.network,
+                spec.name, provider, max_tokens, prices, remote=kind.network,
                 roles=frozenset(Role(r) for r in spec.roles),
             )
         )
@@ -88,12 +79,8 @@ def build_agents(
 
 
 def _replay(
-    spec: AgentSpec,
-    by_id: Mapping[str, Task],
-    coordinator_model: str,
-    tasks: Sequence[Task],
-    problem: str | None,
-    store: ResponseStore | None,
+    spec: AgentSpec, by_id: Mapping[str, Task], coordinator_model: str, tasks: Sequence[Task],
+    problem: str | None, store: ResponseStore | None,
 ) -> ReplayProvider:
     from trinity_cli.providers.replay import ReplayProvider
 
@@ -106,5 +93,6 @@ def _replay(
 
 
 def is_offline(spec: AgentSpec) -> bool:
-    """True when calling the agent needs no network: local models, recorded answers, loopback servers."""
+    """True when calling the agent needs no network: local models, recorded answers, loopback
+    servers."""
     return not kind_of(spec.provider).network or is_loopback(spec.base_url)

@@ -85,10 +85,7 @@ _FAILING_LOCK = threading.Lock()
 
 class ReplayProvider:
     def __init__(
-        self,
-        spec: AgentSpec,
-        tasks: Mapping[str, Task],
-        count_tokens: TokenCounter,
+        self, spec: AgentSpec, tasks: Mapping[str, Task], count_tokens: TokenCounter,
         store: ResponseStore | None = None,
     ) -> None:
         self.spec = spec
@@ -108,10 +105,7 @@ class ReplayProvider:
 
     @classmethod
     def for_tasks(
-        cls,
-        spec: AgentSpec,
-        tasks: Mapping[str, Task],
-        coordinator_model: str,
+        cls, spec: AgentSpec, tasks: Mapping[str, Task], coordinator_model: str,
         store: ResponseStore | None,
     ) -> ReplayProvider:
         """How the registry builds it (pool.providers: `from_tasks`): replies counted in the
@@ -123,9 +117,10 @@ class ReplayProvider:
         missing = [t.task_id for t in tasks if not self.record.has(self.spec.model, t.task_id)]
         if missing:
             raise ConfigError(
-                f"agent {self.spec.name!r} replays model {self.spec.model!r} from {self.record.path}, "
-                f"which has no answer for task {missing[0]} ({len(missing)} of the {len(tasks)} tasks "
-                "missing): use a task set the record covers"
+                f"agent {self.spec.name!r} replays model {self.spec.model!r} from "
+                f"{self.record.path}, which has no answer for task {missing[0]} "
+                f"({len(missing)} of the {len(tasks)} tasks missing): "
+                "use a task set the record covers"
             )
 
     def bind(self, problem_text: str) -> Task:
@@ -138,15 +133,13 @@ class ReplayProvider:
                 self.bound = self.tasks.setdefault(task.task_id, task)
                 return task
         raise ConfigError(
-            f"agent {self.spec.name!r} replays recorded answers and answers only a recorded task: the "
-            f"problem matches none of the {len(index)} prompts of the tasks its record "
+            f"agent {self.spec.name!r} replays recorded answers and answers only a recorded task: "
+            f"the problem matches none of the {len(index)} prompts of the tasks its record "
             f"{self.record.path.name} holds for {self.spec.model!r} (whitespace aside)"
         )
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         task = self._task(request)
@@ -158,7 +151,8 @@ class ReplayProvider:
             text = self._verdict(task, request.candidate)
         else:
             raise ConfigError(
-                f"replay agent {self.spec.name!r} cannot play {request.role.value}: it replays programs"
+                f"replay agent {self.spec.name!r} cannot play {request.role.value}: "
+                "it replays programs"
             )
         if on_text:
             on_text(text)
@@ -167,11 +161,7 @@ class ReplayProvider:
         if tokens_out is None:
             tokens_out = self.count_tokens(text)
         return Reply(
-            text,
-            tokens_in,
-            tokens_out,
-            self.prices.usd(tokens_in, tokens_out),
-            0.0,
+            text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), 0.0,
             usd_estimated=True,
         )
 
@@ -193,8 +183,9 @@ class ReplayProvider:
         task = self.tasks.get(request.task_id) if request.task_id else self.bound
         if task is None:
             raise ConfigError(
-                f"replay agent {self.spec.name!r} got task {request.task_id or '(none)'!r}, which it "
-                "was not built for: build agents with the task set, or bind the problem (solve)"
+                f"replay agent {self.spec.name!r} got task {request.task_id or '(none)'!r}, "
+                "which it was not built for: build agents with the task set, or bind the problem "
+                "(solve)"
             )
         if not self.record.has(self.spec.model, task.task_id):
             self.require([task])
@@ -204,12 +195,7 @@ class ReplayProvider:
         key = "\0".join(
             str(part)
             for part in (
-                self.spec.seed,
-                self.spec.name,
-                self.spec.model,
-                task.task_id,
-                request.sample,
-                what,
+                self.spec.seed, self.spec.name, self.spec.model, task.task_id, request.sample, what,
             )
         )
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") / 2**64
@@ -253,13 +239,10 @@ class ReplayProvider:
 
 
 def verdict_key(task: Task, candidate: str) -> str:
-    """What a visible-test verdict depends on: the grader, the task's visible tests and prompt, the program."""
+    """What a visible-test verdict depends on: the grader, the task's visible tests and prompt,
+    the program."""
     parts: list[object] = [
-        "replay-verdict",
-        GRADER_VERSION,
-        task.task_id,
-        task.prompt,
-        list(task.visible_tests),
+        "replay-verdict", GRADER_VERSION, task.task_id, task.prompt, list(task.visible_tests),
         candidate,
     ]
     if task.cases is not None:  # its visible tests are its public cases
@@ -295,7 +278,10 @@ def visible_test_verdict(task: Task, candidate: str) -> str:
     else:
         suite = suite_from_problem(task.prompt)
         if suite is None:
-            return "No visible tests or examples to run; the program parses, accepted unchecked.\n<verdict>ACCEPT</verdict>"
+            return (
+                "No visible tests or examples to run; the program parses, accepted unchecked.\n"
+                "<verdict>ACCEPT</verdict>"
+            )
         tests, what, count = suite.tests, f"{suite.count} example", suite.count
     what += "s" * (count != 1)
     result = grade(candidate, tests, task_prelude(task))
@@ -324,9 +310,9 @@ def failing_variant(task: Task, program: str | None) -> str:
         if not result.passed and not result.timed_out:
             found = mutant
             break
-    found = (
-        found
-        or f"{program.rstrip()}\n\nraise RuntimeError('replay: no failing mutant of a correct program')\n"
+    found = found or (
+        f"{program.rstrip()}\n\n"
+        "raise RuntimeError('replay: no failing mutant of a correct program')\n"
     )
     with _FAILING_LOCK:
         _FAILING[key] = found

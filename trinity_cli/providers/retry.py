@@ -33,11 +33,7 @@ BACKOFF_MAX_S = 30.0
 
 class RetryingProvider:
     def __init__(
-        self,
-        inner: Provider,
-        spec: AgentSpec,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
+        self, inner: Provider, spec: AgentSpec, *, sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self.inner = inner
@@ -48,9 +44,7 @@ class RetryingProvider:
         self.attempts = 0  # every attempt made, for reports and tests
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         started = time.monotonic()
@@ -74,8 +68,7 @@ class RetryingProvider:
                 left = self.spec.deadline_s - (time.monotonic() - started)
                 if wait >= left:
                     raise self._final(
-                        exc,
-                        attempt + 1,
+                        exc, attempt + 1,
                         f"the next try (in {wait:.1f} s) would pass the "
                         f"{self.spec.deadline_s:g} s deadline",
                     ) from None
@@ -94,10 +87,7 @@ class RetryingProvider:
         if exc.partial:
             note = " (the reply broke off mid-stream; not retried, as it may have been billed)"
         final = ProviderError(
-            exc.message + note,
-            agent=exc.agent,
-            kind=exc.kind,
-            retry_after=exc.retry_after,
+            exc.message + note, agent=exc.agent, kind=exc.kind, retry_after=exc.retry_after,
             status=exc.status,
         )
         final.partial = exc.partial

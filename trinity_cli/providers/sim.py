@@ -46,14 +46,18 @@ class SimProvider:
         return cls(spec, tasks)
 
     def _draw(self, request: Request, what: str) -> float:
-        key = f"{self.spec.seed}\0{self.spec.name}\0{what}\0{request.sample}\0{request.system}\0{request.user}"
+        key = (
+            f"{self.spec.seed}\0{self.spec.name}\0{what}\0{request.sample}\0"
+            f"{request.system}\0{request.user}"
+        )
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") / 2**64
 
     def _task(self, request: Request) -> Task:
         task = self.tasks.get(request.task_id)
         if task is None or not task.canonical_solution:
             raise ConfigError(
-                f"sim agent {self.spec.name!r} needs tasks with a canonical_solution (got {request.task_id!r})"
+                f"sim agent {self.spec.name!r} needs tasks with a canonical_solution "
+                f"(got {request.task_id!r})"
             )
         return task
 
@@ -66,9 +70,7 @@ class SimProvider:
         return min(1.0, base + (self.spec.thinker_boost if after_thinker else 0.0))
 
     def complete(
-        self,
-        request: Request,
-        on_text: TextCallback | None = None,
+        self, request: Request, on_text: TextCallback | None = None,
         on_retry: RetryHook | None = None,
     ) -> Reply:
         task = self._task(request)
@@ -77,7 +79,10 @@ class SimProvider:
             good = self._draw(request, "worker") < self.skill(task, after_thinker)
             text = f"```python\n{right_solution(task) if good else wrong_solution(task)}```"
         elif request.role is Role.THINKER:
-            text = f"Plan (simulated by {self.spec.name}): follow the docstring of {task.entry_point}; test the edge cases."
+            text = (
+                f"Plan (simulated by {self.spec.name}): follow the docstring of "
+                f"{task.entry_point}; test the edge cases."
+            )
         else:
             correct = (
                 request.candidate is not None
@@ -89,8 +94,7 @@ class SimProvider:
         if on_text:
             on_text(text)
         tokens_in, tokens_out = (
-            estimate_tokens(request.system + request.user),
-            estimate_tokens(text),
+            estimate_tokens(request.system + request.user), estimate_tokens(text),
         )
         return Reply(text, tokens_in, tokens_out, self.prices.usd(tokens_in, tokens_out), 0.0)
 
@@ -100,18 +104,11 @@ class _Mutate(ast.NodeTransformer):
     operator in the tree's order (0: the first one)."""
 
     FLIPS: ClassVar = {
-        ast.Lt: ast.LtE,
-        ast.LtE: ast.Lt,
-        ast.Gt: ast.GtE,
-        ast.GtE: ast.Gt,
-        ast.Eq: ast.NotEq,
+        ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
         ast.NotEq: ast.Eq,
     }
     ARITH: ClassVar = {
-        ast.Add: ast.Sub,
-        ast.Sub: ast.Add,
-        ast.Mult: ast.Add,
-        ast.FloorDiv: ast.Mult,
+        ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult,
         ast.Mod: ast.FloorDiv,
     }
 

@@ -40,7 +40,8 @@ UNFINISHED = "interrupted"  # the verdict of a run that never finished (killed, 
 # MIGRATIONS[v] takes the schema from version v to v + 1; len(MIGRATIONS) is the current version.
 MIGRATIONS: list[tuple[str, ...]] = [
     (
-        """CREATE TABLE runs (
+        (
+            """CREATE TABLE runs (
             id INTEGER PRIMARY KEY,
             time TEXT NOT NULL,             -- start, ISO 8601 UTC
             finished TEXT,                  -- NULL: killed, or still running
@@ -55,8 +56,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
             answer TEXT,
             usd REAL,
             error TEXT,
-            result TEXT                     -- JSON: what `solve --json` printed; eval/train: a summary
-        )""",
+            result TEXT                     -- JSON: what `solve --json` printed; """
+            """eval/train: a summary
+        )"""
+        ),
         "CREATE INDEX runs_by_time ON runs (time)",
         """CREATE TABLE turns (
             run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -90,7 +93,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # 2: which check it was ("syntax": the answer did not parse), so a replay draws it as shown
     ("ALTER TABLE checks ADD COLUMN source TEXT NOT NULL DEFAULT 'tests'",),
-    # 3: what was cut: the reply at max_tokens, and the turn's largest input cut (JSON {kept_tokens, dropped_tokens})
+    # 3: what was cut: the reply at max_tokens, and the turn's largest input cut
+    # (JSON {kept_tokens, dropped_tokens})
     (
         "ALTER TABLE turns ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE turns ADD COLUMN input_truncated TEXT",
@@ -216,28 +220,18 @@ class RunLog:
     # -- writing ---------------------------------------------------------------------------
 
     def start_run(
-        self,
-        command: str,
-        problem: str,
-        pool: Pool,
-        head: str,
-        *,
-        tests: dict[str, Any] | None = None,
-        settings: dict[str, Any] | None = None,
+        self, command: str, problem: str, pool: Pool, head: str, *,
+        tests: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
         started: str | None = None,
     ) -> int:
         cursor = self.db.execute(
-            "INSERT INTO runs (time, command, problem, problem_sha256, pool, head, tests, settings) "
+            "INSERT INTO runs "
+            "(time, command, problem, problem_sha256, pool, head, tests, settings) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                started or now(),
-                command,
-                redact(problem),
-                hashlib.sha256(problem.encode()).hexdigest(),
-                _json(pool_json(pool)),
-                redact(head),
-                _json(tests),
-                _json(settings or {}),
+                started or now(), command, redact(problem),
+                hashlib.sha256(problem.encode()).hexdigest(), _json(pool_json(pool)), redact(head),
+                _json(tests), _json(settings or {}),
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -246,29 +240,14 @@ class RunLog:
         d = record.decision
         cut = None if record.input_truncated is None else _json(record.input_truncated.as_json())
         self.db.execute(
-            "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO turns VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                run_id,
-                d.turn,
-                now(),
-                d.agent_index,
-                d.agent,
-                d.role.value,
-                d.role_source,
-                json.dumps(d.agent_probs),
-                json.dumps(d.role_probs),
-                d.coordinator_seconds,
-                d.coordinator_tokens,
-                redact(record.text),
-                _text(record.answer),
-                record.verdict,
-                record.tokens_in,
-                record.tokens_out,
-                record.usd,
-                int(record.usd_estimated),
-                record.seconds,
-                int(record.truncated),
-                cut,
+                run_id, d.turn, now(), d.agent_index, d.agent, d.role.value, d.role_source,
+                json.dumps(d.agent_probs), json.dumps(d.role_probs), d.coordinator_seconds,
+                d.coordinator_tokens, redact(record.text), _text(record.answer), record.verdict,
+                record.tokens_in, record.tokens_out, record.usd, int(record.usd_estimated),
+                record.seconds, int(record.truncated), cut,
             ),
         )
 
@@ -281,28 +260,19 @@ class RunLog:
         )
 
     def finish_run(
-        self,
-        run_id: int,
-        verdict: str,
-        *,
-        answer: str | None = None,
-        usd: float = 0.0,
-        error: str | None = None,
-        result: dict[str, Any] | None = None,
+        self, run_id: int, verdict: str, *, answer: str | None = None, usd: float = 0.0,
+        error: str | None = None, result: dict[str, Any] | None = None,
     ) -> None:
         self.db.execute(
-            "UPDATE runs SET finished = ?, verdict = ?, answer = ?, usd = ?, error = ?, result = ? WHERE id = ?",
+            "UPDATE runs SET finished = ?, verdict = ?, answer = ?, usd = ?, error = ?, result = ? "
+            "WHERE id = ?",
             (now(), verdict, _text(answer), usd, _text(error), _json(result), run_id),
         )
 
     # -- reading ---------------------------------------------------------------------------
 
     def list_runs(
-        self,
-        limit: int,
-        *,
-        verdict: str | None = None,
-        agent: str | None = None,
+        self, limit: int, *, verdict: str | None = None, agent: str | None = None,
         since: datetime | None = None,
     ) -> list[dict[str, Any]]:
         """Newest first: {id, time, command, problem, problem_sha256, verdict, turns, usd, agents}.
@@ -328,13 +298,10 @@ class RunLog:
                 continue
             found.append(
                 {
-                    "id": row["id"],
-                    "time": row["time"],
-                    "command": row["command"],
+                    "id": row["id"], "time": row["time"], "command": row["command"],
                     "problem": problem_title(row["problem"] or ""),
                     "problem_sha256": row["problem_sha256"],
-                    "verdict": row["verdict"] or UNFINISHED,
-                    "turns": len(turns),
+                    "verdict": row["verdict"] or UNFINISHED, "turns": len(turns),
                     "usd": row["usd"] if row["usd"] is not None else sum(t["usd"] for t in turns),
                     "agents": agents,
                 }
@@ -360,8 +327,7 @@ class RunLog:
         ]
         for t in turns:
             t["agent_probs"], t["role_probs"] = (
-                json.loads(t["agent_probs"]),
-                json.loads(t["role_probs"]),
+                json.loads(t["agent_probs"]), json.loads(t["role_probs"]),
             )
         checks = [
             dict(c)
@@ -377,7 +343,8 @@ class RunLog:
         of them as the final answer."""
         rows = self.db.execute(
             """SELECT date(t.time, 'localtime') AS day, t.agent AS agent, COUNT(*) AS calls,
-                      SUM(t.tokens_in) AS tokens_in, SUM(t.tokens_out) AS tokens_out, TOTAL(t.usd) AS usd,
+                      SUM(t.tokens_in) AS tokens_in, SUM(t.tokens_out) AS tokens_out, """
+            """TOTAL(t.usd) AS usd,
                       SUM(t.answer IS NOT NULL) AS answers,
                       TOTAL(r.verdict IS 'accepted' AND t.turn = (SELECT MAX(u.turn) FROM turns u
                           WHERE u.run_id = t.run_id AND u.answer IS NOT NULL)) AS accepted
@@ -388,8 +355,7 @@ class RunLog:
         )
         return [
             {
-                **dict(r),
-                "accepted": int(r["accepted"]),
+                **dict(r), "accepted": int(r["accepted"]),
                 "accept_rate": r["accepted"] / r["answers"] if r["answers"] else None,
             }
             for r in rows
@@ -419,15 +385,9 @@ class RunLogSink:
 
     @classmethod
     def start(
-        cls,
-        problem: str,
-        pool: Pool,
-        head: str,
-        *,
-        final: Callable[[EpisodeResult], dict[str, Any]],
-        warn: Callable[[str], None],
-        tests: dict[str, Any] | None = None,
-        settings: dict[str, Any] | None = None,
+        cls, problem: str, pool: Pool, head: str, *,
+        final: Callable[[EpisodeResult], dict[str, Any]], warn: Callable[[str], None],
+        tests: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
     ) -> RunLogSink:
         sink = cls(final, warn)
 
@@ -456,12 +416,8 @@ class RunLogSink:
         elif isinstance(event, EpisodeFinished):
             result = event.result
             self.log.finish_run(
-                self.run_id,
-                result.verdict,
-                answer=result.answer,
-                usd=result.usd,
-                error=result.error,
-                result=self.final(result),
+                self.run_id, result.verdict, answer=result.answer, usd=result.usd,
+                error=result.error, result=self.final(result),
             )
             self._close()
 
@@ -503,13 +459,7 @@ class Summary:
 
 @contextmanager
 def summary_row(
-    command: str,
-    tasks: str,
-    pool: Pool,
-    head: str,
-    settings: dict[str, Any],
-    *,
-    enabled: bool,
+    command: str, tasks: str, pool: Pool, head: str, settings: dict[str, Any], *, enabled: bool,
     warn: Callable[[str], None],
 ) -> Iterator[Summary]:
     """One row for a whole eval / train run, written when it ends however it ends: an
@@ -530,10 +480,7 @@ def summary_row(
                         command, tasks, pool, head, settings=settings, started=started
                     )
                     log.finish_run(
-                        run_id,
-                        summary.verdict or UNFINISHED,
-                        usd=summary.usd,
-                        error=summary.error,
+                        run_id, summary.verdict or UNFINISHED, usd=summary.usd, error=summary.error,
                         result=summary.result,
                     )
             except LOG_ERRORS as exc:

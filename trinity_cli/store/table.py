@@ -51,7 +51,8 @@ class KeyValueStore:
         self._count = f"SELECT COUNT(*) FROM {table}"
         with self._lock, self._db:
             self._db.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, {value_column} {value_type})"
+                f"CREATE TABLE IF NOT EXISTS {table} "
+                f"(key TEXT PRIMARY KEY, {value_column} {value_type})"
             )
 
     def get(self, key: str) -> Any | None:

@@ -143,14 +143,14 @@ def suite_from_problem(text: str) -> TestSuite | None:
 
 
 def _samples_suite(text: str) -> TestSuite | None:
-    """The "Sample Input" / "Sample Output" blocks of a stdin/stdout problem (`tasks/samples.py`)."""
+    """The "Sample Input" / "Sample Output" blocks of a stdin/stdout problem
+    (`tasks/samples.py`)."""
     samples = find_samples(text)
     if not samples:
         return None
     cases = tuple((sample.input, sample.output) for sample in samples)
     return TestSuite(
-        "problem samples",
-        Tests("stdio", examples=cases, tolerance=stated_tolerance(text)),
+        "problem samples", Tests("stdio", examples=cases, tolerance=stated_tolerance(text)),
         len(cases),
     )
 

@@ -43,29 +43,14 @@ from trinity_cli.tasks.samples import stated_tolerance
 
 Case = tuple[str, str]  # (input, expected output)
 PLAIN_KEYS = (
-    "task_id",
-    "prompt",
-    "visible_tests",
-    "tests",
-    "starter_code",
-    "func_name",
-    "tolerance",
+    "task_id", "prompt", "visible_tests", "tests", "starter_code", "func_name", "tolerance",
 )
 TESTTYPES = ("stdin", "functional")
 MAX_PICKLE_BYTES = 1 << 30  # LCB's private tests, decompressed; more is a zip bomb, not a test set
 _STR_OPCODES = frozenset(
     {
-        "PROTO",
-        "FRAME",
-        "STOP",
-        "UNICODE",
-        "BINUNICODE",
-        "SHORT_BINUNICODE",
-        "BINUNICODE8",
-        "PUT",
-        "BINPUT",
-        "LONG_BINPUT",
-        "MEMOIZE",
+        "PROTO", "FRAME", "STOP", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "PUT",
+        "BINPUT", "LONG_BINPUT", "MEMOIZE",
     }
 )  # all a pickled str needs (protocols 0-5)
 
@@ -131,7 +116,8 @@ def livecodebench_line(raw: dict[str, Any], where: str) -> CaseTask:
     types = {testtype for _, _, testtype in public + private}
     if len(types) > 1:
         raise TaskFileError(
-            f"{where}: the tests mix stdin and functional test types: a task's tests are one or the other"
+            f"{where}: the tests mix stdin and functional test types: "
+            "a task's tests are one or the other"
         )
     if types and (types == {"functional"}) != bool(func_name):
         raise TaskFileError(
@@ -139,16 +125,12 @@ def livecodebench_line(raw: dict[str, Any], where: str) -> CaseTask:
             f"(tests: {types.pop()}, func_name: {func_name or 'none'})"
         )
     return _case_task(
-        task_id,
-        prompt,
+        task_id, prompt,
         {
             "public_test_cases": [(i, o) for i, o, _ in public],
             "private_test_cases": [(i, o) for i, o, _ in private],
         },
-        func_name,
-        starter,
-        None,
-        where,
+        func_name, starter, None, where,
     )
 
 
@@ -157,7 +139,8 @@ def plain_line(raw: dict[str, Any], where: str) -> CaseTask:
     unknown = sorted(set(raw) - set(PLAIN_KEYS))
     if unknown:
         raise TaskFileError(
-            f'{where}: unknown key {unknown[0]!r} (a task with "tests" takes {", ".join(PLAIN_KEYS)})'
+            f"{where}: unknown key {unknown[0]!r} "
+            f'(a task with "tests" takes {", ".join(PLAIN_KEYS)})'
         )
     task_id, prompt = _text(raw, "task_id", where), _text(raw, "prompt", where)
     cases: dict[str, list[Case]] = {}
@@ -189,20 +172,16 @@ def plain_line(raw: dict[str, Any], where: str) -> CaseTask:
 
 
 def _case_task(
-    task_id: str,
-    prompt: str,
-    cases: dict[str, list[Case]],
-    func_name: str,
-    starter: str,
-    tolerance: float | None,
-    where: str,
+    task_id: str, prompt: str, cases: dict[str, list[Case]], func_name: str, starter: str,
+    tolerance: float | None, where: str,
 ) -> CaseTask:
     """The task from its public and private `cases` (by field name, in that order); functional
     cases are checked to be JSON here, once, rather than failing every grade."""
     if func_name:
         if tolerance is not None:
             raise TaskFileError(
-                f"{where}: 'tolerance' applies to stdin tests only; this task's tests call {func_name}"
+                f"{where}: 'tolerance' applies to stdin tests only; "
+                f"this task's tests call {func_name}"
             )
         for field, listed in cases.items():
             for number, (arguments, expected) in enumerate(listed, start=1):

@@ -70,7 +70,10 @@ import bisect, collections, functools, heapq, itertools, math, re, string, sys
 sys.setrecursionlimit(50000)
 """
 
-_HARNESS = r"""
+# One program, split only to keep the source's lines short: its text is kept byte for byte (a
+# traceback it prints quotes its lines by number).
+_HARNESS = (
+    r"""
 import builtins, doctest, json, os, sys, traceback
 
 LOADS, DUMPS = json.loads, json.dumps  # taken before the answer runs
@@ -126,7 +129,8 @@ def run(tests, solution, scope):
         code = compile(tests["source"], "tests.py", "exec")
         if not guarded("module-level assertions", lambda: exec(code, scope)):
             return 0, 1
-        functions = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) and n not in before]
+        functions = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) """
+    r"""and n not in before]
         if not functions:  # module-level asserts only: one test
             return 1, 1
         return sum(guarded(name, fn) for name, fn in functions), len(functions)
@@ -148,7 +152,8 @@ def call_cases(name, cases, solution):
         return 0, max(1, len(cases))
 
     def returned(arguments):
-        function = getattr(owner(), name) if owner is not None else solution[name]  # a fresh Solution() a case
+        function = getattr(owner(), name) if owner is not None else solution[name]  """
+    r"""# a fresh Solution() a case
         value = function(*[LOADS(line) for line in arguments.split("\n") if line.strip()])
         try:
             return LOADS(DUMPS(value))
@@ -158,14 +163,17 @@ def call_cases(name, cases, solution):
     passed = 0
     for number, (arguments, expected) in enumerate(cases, start=1):
         got = []
-        if guarded(f"case {number}", lambda: got.append(returned(arguments))) and got[0] == LOADS(expected):
+        if guarded(f"case {number}", lambda: got.append(returned(arguments))) """
+    r"""and got[0] == LOADS(expected):
             passed += 1
         elif got:
-            print(f"case {number} failed: expected {expected.strip()[:80]}, got {DUMPS(got[0])[:80]}")
+            print(f"case {number} failed: expected {expected.strip()[:80]}, """
+    r"""got {DUMPS(got[0])[:80]}")
     return passed, max(1, len(cases))
 
 main()
 """
+)
 
 
 @dataclass(frozen=True)
@@ -177,8 +185,8 @@ class Tests:
     kind: str  # "check" | "file" | "doctest" | "call" | "stdio"
     source: str = ""  # check, file: the test code
     entry_point: str = ""  # check: the function handed to check(); call: the function called
-    # doctest: (source, expected output); stdio: (stdin, expected stdout); call: (arguments, one JSON
-    # value a line; the expected JSON value)
+    # doctest: (source, expected output); stdio: (stdin, expected stdout);
+    # call: (arguments, one JSON value a line; the expected JSON value)
     examples: tuple[tuple[str, str], ...] = ()
     tolerance: float | None = (
         None  # stdio: the error allowed between numbers (absolute or relative)
@@ -213,9 +221,7 @@ def grade(answer: str, tests: Tests, prelude: str = "", limits: Limits = Limits(
 
 
 def grade_program(
-    program: str,
-    cases: tuple[tuple[str, str], ...],
-    tolerance: float | None = None,
+    program: str, cases: tuple[tuple[str, str], ...], tolerance: float | None = None,
     limits: Limits = Limits(),
 ) -> Grade:
     """Run `program` on each (stdin, expected stdout) case, each under `limits`; this process
@@ -280,12 +286,11 @@ class Grader:
     SCHEMA = ("grades", "passed", "INTEGER")
 
     def __init__(
-        self,
-        path: Path | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        self, path: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
         table: Table | None = None,
     ) -> None:
-        """Remembered on `path`, or in another process's store (`table`: see train/ray_runner.py)."""
+        """Remembered on `path`, or in another process's store (`table`: see
+        train/ray_runner.py)."""
         self.timeout_s = timeout_s
         self.path = path
         self.memory: dict[str, bool] = {}

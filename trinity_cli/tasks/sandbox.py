@@ -2,13 +2,13 @@
 
 Every candidate runs in its own process group, with a scrubbed environment, stdin closed (or
 reading only the input it is given: a stdin/stdout problem's sample), stdout and stderr going
-to files capped by the file-size limit, CPU-time / address-space / file-size / open-file limits, a wall-clock timeout that kills the whole group, and a fresh
-temporary directory removed afterwards. On Linux it starts with no capabilities (the bounding
-set empty too, wherever trinity may empty it) and no_new_privs, and trinity marks itself
-non-dumpable, so that no child can read its
-/proc/<pid>/environ (its API keys) or ptrace it. Resource limits alone contain nothing else,
-so the strongest mode that works here is used, found once per process by running a trivial
-program:
+to files capped by the file-size limit, CPU-time / address-space / file-size / open-file
+limits, a wall-clock timeout that kills the whole group, and a fresh temporary directory
+removed afterwards. On Linux it starts with no capabilities (the bounding set empty too,
+wherever trinity may empty it) and no_new_privs, and trinity marks itself non-dumpable, so
+that no child can read its /proc/<pid>/environ (its API keys) or ptrace it. Resource limits
+alone contain nothing else, so the strongest mode that works here is used, found once per
+process by running a trivial program:
 
 - `bwrap` (bubblewrap): new user (unless root), PID, mount, network, IPC and UTS namespaces; a
   fresh root holding only the system directories and Python, read-only, and a private /tmp;
@@ -95,9 +95,7 @@ class Isolation:
 
 
 def run_python(
-    program: str,
-    limits: Limits = Limits(),
-    files: dict[str, str] | None = None,
+    program: str, limits: Limits = Limits(), files: dict[str, str] | None = None,
     stdin: str | None = None,
 ) -> ExecResult:
     """Run `program` (beside `files`, name → text, in its work dir; `stdin` its input, else
@@ -122,10 +120,7 @@ def _wait(child: subprocess.Popen, timeout: float) -> int:
 
 
 def run_in_mode(
-    program: str,
-    mode: str,
-    limits: Limits = Limits(),
-    files: dict[str, str] | None = None,
+    program: str, mode: str, limits: Limits = Limits(), files: dict[str, str] | None = None,
     stdin: str | None = None,
 ) -> ExecResult:
     """Run `program` in one named mode (the probe and the tests call this directly)."""
@@ -138,52 +133,33 @@ def run_in_mode(
     base_python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     rel = os.path.relpath(base_python, sys.base_prefix)
     config = {
-        "mode": mode,
-        "prefix": sys.base_prefix,
-        "python": base_python,
+        "mode": mode, "prefix": sys.base_prefix, "python": base_python,
         "python_rel": None if rel.startswith("..") else rel,
         "hide": [*HIDDEN_DIRS, os.path.expanduser("~")],
         "work": "/tmp/work" if work is None else str(work),
-        "drop_uid": is_root and mode != "rlimits",
-        "stdin": None if stdin is None else STDIN_FILE,
+        "drop_uid": is_root and mode != "rlimits", "stdin": None if stdin is None else STDIN_FILE,
         "nest_user": mode == "namespaces" and not is_root,
         "limits": {
-            **asdict(limits),
-            "processes": limits.processes if counts_processes(mode) else 0,
+            **asdict(limits), "processes": limits.processes if counts_processes(mode) else 0,
         },
     }
     init = [base_python, "-I", str(INIT), json.dumps(config)]
     if mode == "bwrap":
         init = [
-            *_bwrap_command(base_python, is_root),
-            base_python,
-            "-I",
-            INIT_IN_JAIL,
+            *_bwrap_command(base_python, is_root), base_python, "-I", INIT_IN_JAIL,
             json.dumps(config),
         ]
     elif mode == "namespaces":
         user = [] if is_root else ["--user", "--map-root-user"]
         namespaces = [
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--mount",
-            "--net",
-            "--ipc",
-            "--uts",
-            "--mount-proc",
+            "--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts", "--mount-proc",
         ]
         init = [shutil.which("unshare") or "unshare", *user, *namespaces, *init]
     try:
         with open(scratch / "stdout", "wb") as out, open(scratch / "stderr", "wb") as err:
             try:
                 child = subprocess.Popen(
-                    init,
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=err,
-                    env=HOST_ENV,
-                    cwd="/",
+                    init, stdin=subprocess.PIPE, stdout=out, stderr=err, env=HOST_ENV, cwd="/",
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -214,19 +190,12 @@ def _bwrap_command(base_python: str, is_root: bool) -> list[str]:
     user namespace (it would map root's files to the candidate), so sandbox_init.py keeps the
     capabilities to drop to the real uid 65534 and loses them before exec."""
     command = [
-        shutil.which("bwrap") or "bwrap",
-        "--die-with-parent",
-        "--new-session",
-        "--as-pid-1",
-        "--cap-drop",
-        "ALL",
+        shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--as-pid-1",
+        "--cap-drop", "ALL",
     ]
     if is_root:
         command += [
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
+            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try",
         ]
         command += [arg for cap in ROOT_SETUP_CAPS for arg in ("--cap-add", cap)]
@@ -407,10 +376,8 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
             "are unreadable unless world-readable"
         )
         not_isolated += [
-            "network",
-            "other processes are visible (those of uid 65534 can be signalled)",
-            "world-readable files can be read, world-writable directories (/tmp) written",
-            _LEAVERS,
+            "network", "other processes are visible (those of uid 65534 can be signalled)",
+            "world-readable files can be read, world-writable directories (/tmp) written", _LEAVERS,
         ]
     else:
         if linux:
@@ -421,10 +388,7 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
             else "it runs as you: it can read and write every file you can"
         )
         not_isolated += [
-            "network",
-            "other processes are visible, and yours can be signalled",
-            files,
-            _LEAVERS,
+            "network", "other processes are visible, and yours can be signalled", files, _LEAVERS,
         ]
         if sys.platform == "darwin":
             not_isolated += [
@@ -440,4 +404,7 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
     return tuple(isolated), tuple(not_isolated)
 
 
-_LEAVERS = "processes that leave the process group survive the timeout (the CPU limit still ends a busy one)"
+_LEAVERS = (
+    "processes that leave the process group survive the timeout "
+    "(the CPU limit still ends a busy one)"
+)

@@ -34,10 +34,7 @@ PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 38, 24
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = (
-    442,
-    -100,
-    0x8000,
-    1,
+    442, -100, 0x8000, 1,
 )  # 442: all arches but alpha
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 IS_LINUX = sys.platform.startswith("linux")
@@ -68,9 +65,7 @@ def set_readonly(path, recursive, readonly=True):
     )
     flags = AT_RECURSIVE if recursive else 0
     args = (
-        ctypes.c_long(SYS_MOUNT_SETATTR),
-        ctypes.c_long(AT_FDCWD),
-        path.encode(),
+        ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_long(AT_FDCWD), path.encode(),
         ctypes.c_long(flags),
     )
     check(f"read-only {path}", libc.syscall(*args, attr, ctypes.c_long(ctypes.sizeof(attr))))
@@ -97,9 +92,7 @@ def enter_nested_userns():
     reveal what the jail covers, and after exec the candidate holds no capability at all."""
     check("unshare a nested user namespace", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
     for name, text in (
-        ("setgroups", "deny"),
-        ("uid_map", f"{NOBODY} 0 1"),
-        ("gid_map", f"{NOBODY} 0 1"),
+        ("setgroups", "deny"), ("uid_map", f"{NOBODY} 0 1"), ("gid_map", f"{NOBODY} 0 1"),
     ):
         try:
             with open(f"/proc/self/{name}", "w") as handle:
@@ -174,8 +167,7 @@ def set_limits(limits, strict):
         resource.RLIMIT_CPU: (limits["cpu_s"], limits["cpu_s"] + 1),
         resource.RLIMIT_AS: (limits["memory_bytes"],) * 2,
         resource.RLIMIT_FSIZE: (limits["file_bytes"],) * 2,
-        resource.RLIMIT_NOFILE: (limits["open_files"],) * 2,
-        resource.RLIMIT_CORE: (0, 0),
+        resource.RLIMIT_NOFILE: (limits["open_files"],) * 2, resource.RLIMIT_CORE: (0, 0),
     }
     if limits.get("processes"):
         pairs[resource.RLIMIT_NPROC] = (limits["processes"],) * 2
@@ -240,12 +232,8 @@ def main():
     os.chdir(work)
     set_limits(cfg["limits"], strict=cfg["mode"] != "rlimits")
     env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": work,
-        "TMPDIR": work,
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "LANG": "C.UTF-8",
+        "PATH": "/usr/bin:/bin", "HOME": work, "TMPDIR": work, "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
     }
     if cfg["mode"] == "namespaces":
         env["LD_LIBRARY_PATH"] = "/tmp/.python/lib"  # the interpreter's RUNPATH may be hidden

@@ -42,7 +42,8 @@ HUMANEVAL_VISIBLE = BUNDLED / "humaneval-visible-tests.json"
 class Task:
     task_id: str
     prompt: str  # the code an answer completes; with `cases`, the problem statement
-    entry_point: str  # the function check() is handed; with `cases`, the one they call ("": a program on stdin)
+    # the function check() is handed; with `cases`, the one they call ("": a program on stdin)
+    entry_point: str
     test: str
     canonical_solution: str | None = None
     tags: tuple[str, ...] = ()
@@ -64,8 +65,7 @@ class Task:
     def problem(self) -> Problem:
         if self.cases is None:
             return Problem(
-                text=f"```python\n{self.prompt.rstrip()}\n```\n",
-                code_prompt=self.prompt,
+                text=f"```python\n{self.prompt.rstrip()}\n```\n", code_prompt=self.prompt,
                 task_id=self.task_id,
             )
         # A Worker is told to write a program by its system prompt (stdin_program), to complete
@@ -77,9 +77,7 @@ class Task:
         elif not self.stdin_program:
             text += f"\nWrite the function `{self.entry_point}`: the tests call it.\n"
         return Problem(
-            text=text,
-            code_prompt=self.starter_code,
-            task_id=self.task_id,
+            text=text, code_prompt=self.starter_code, task_id=self.task_id,
             stdin_program=self.stdin_program,
         )
 
@@ -222,22 +220,14 @@ def _humaneval_task(raw: dict[str, Any], where: str) -> Task:
         if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
             raise TaskFileError(f"{where}: field {key!r} must be a list of strings")
     return Task(
-        raw["task_id"],
-        raw["prompt"],
-        raw["entry_point"],
-        raw["test"],
-        raw.get("canonical_solution"),
-        tuple(raw.get("tags", [])),
+        raw["task_id"], raw["prompt"], raw["entry_point"], raw["test"],
+        raw.get("canonical_solution"), tuple(raw.get("tags", [])),
         tuple(raw.get("visible_tests", [])),
     )
 
 
 def _case_task(task: CaseTask) -> Task:
     return Task(
-        task.task_id,
-        task.prompt,
-        task.func_name,
-        "",
-        cases=task.cases,
+        task.task_id, task.prompt, task.func_name, "", cases=task.cases,
         starter_code=task.starter_code,
     )

@@ -1,24 +1,24 @@
 """`trinity eval`: the trained head against the baselines, on tasks it never saw.
 
 Rows: `trained` (greedy, or the mean of N sampled runs), `random` (agent and role uniform),
-`pipeline:<agent>` (that agent alone, Thinker → Worker → Verifier, at least 3 turns), `single:<agent>` (that
-agent answering once as Worker), `cascade` (the cheapest agent's Worker answer, checked by the
-cheapest Verifier; on a REJECT or a failing check the next dearer agent answers; up the price
-list as far as `max_turns` allows), and `oracle` (a task counts when any agent's Worker answer passes, alone
-or after any agent's Thinker turn). Every row skips the roles an agent may not play. Each row
-also gives `expected_pass_at_1` (fitness.py: recorded pass probabilities where the final
-answers came from pass-rate records at the last turn, else the same as `pass_at_1`; the oracle's is the best expected
-pass among the plans it played before the first pass). The best single is the best `single:` or
-`pipeline:` row; `rel_err_reduction_vs_best_single` = (err_best − err_trained) / err_best (null when the
-best single makes no error: no reduction is possible and any error is an infinite increase); `paired_margin_se`
-gives the first head's paired margins over the best single, random and cascade on the same
-tasks, in standard errors of the per-task difference (null when that difference never varies).
+`pipeline:<agent>` (that agent alone, Thinker → Worker → Verifier, at least 3 turns),
+`single:<agent>` (that agent answering once as Worker), `cascade` (the cheapest agent's Worker
+answer, checked by the cheapest Verifier; on a REJECT or a failing check the next dearer agent
+answers; up the price list as far as `max_turns` allows), and `oracle` (a task counts when any
+agent's Worker answer passes, alone or after any agent's Thinker turn). Every row skips the roles an
+agent may not play. Each row also gives `expected_pass_at_1` (fitness.py: recorded pass
+probabilities where the final answers came from pass-rate records at the last turn, else the same as
+`pass_at_1`; the oracle's is the best expected pass among the plans it played before the first
+pass). The best single is the best `single:` or `pipeline:` row; `rel_err_reduction_vs_best_single`
+= (err_best − err_trained) / err_best (null when the best single makes no error: no reduction is
+possible and any error is an infinite increase); `paired_margin_se` gives the first head's paired
+margins over the best single, random and cascade on the same tasks, in standard errors of the
+per-task difference (null when that difference never varies).
 
-Under a budget every row's episodes (the oracle's many plans included) draw on one `Budget`.
-At its first refusal the evaluation stops: the row in progress is dropped, as its refused
-episodes would read as failures, and the report keeps the rows finished before, marked
-`partial` (its summary fields are null when the rows they need were not reached).
-"""
+Under a budget every row's episodes (the oracle's many plans included) draw on one `Budget`. At its
+first refusal the evaluation stops: the row in progress is dropped, as its refused episodes would
+read as failures, and the report keeps the rows finished before, marked `partial` (its summary
+fields are null when the rows they need were not reached)."""
 
 from __future__ import annotations
 
@@ -79,33 +79,26 @@ class Row:
     def as_json(self) -> dict[str, Any]:
         lo, hi = self.ci95()
         return {
-            "policy": self.policy,
-            "pass_at_1": round(self.pass_at_1, 4),
+            "policy": self.policy, "pass_at_1": round(self.pass_at_1, 4),
             "ci95": [round(lo, 4), round(hi, 4)],
             "expected_pass_at_1": round(self.expected_pass_at_1, 4),
-            "usd_per_task": self.usd_per_task,
-            "mean_turns": round(self.mean_turns, 3),
+            "usd_per_task": self.usd_per_task, "mean_turns": round(self.mean_turns, 3),
         }
 
 
 def run_policy(
-    name: str,
-    tasks: Sequence[Task],
-    policy: Any,
-    runner: Runner,
-    budget: Budget | None,
-    *,
-    max_turns: int,
-    agents: tuple[int, ...] | None = None,
-    reader: str | None = None,
-    samples: int = 0,
-    seed: int = 0,
+    name: str, tasks: Sequence[Task], policy: Any, runner: Runner, budget: Budget | None, *,
+    max_turns: int, agents: tuple[int, ...] | None = None, transcript_format: str | None = None,
+    samples: int = 0, seed: int = 0,
 ) -> Row:
     """`policy` on every task (`samples` sampled runs each, or one greedy run), with the pool's
-    `agents` (indices; None: all) and the coordinator of transcript format `reader`."""
+    `agents` (indices; None: all) and the coordinator of `transcript_format`."""
     draws = [None] if samples == 0 else [(seed, s) for s in range(samples)]
     units = [
-        Episode(task, policy, max_turns, agents, reader, None if d is None else (d[0], i, d[1]))
+        Episode(
+            task, policy, max_turns, agents, transcript_format,
+            None if d is None else (d[0], i, d[1]),
+        )
         for i, task in enumerate(tasks)
         for d in draws
     ]
@@ -133,11 +126,8 @@ def oracle_row(
 ) -> Row:
     solved = runner.map([OracleTask(task, tuple(oracle_plans(agents))) for task in tasks], budget)
     return Row(
-        "oracle",
-        tuple(float(s[0]) for s in solved),
-        sum(s[1] for s in solved) / len(tasks),
-        sum(s[2] for s in solved) / len(tasks),
-        tuple(s[3] for s in solved),
+        "oracle", tuple(float(s[0]) for s in solved), sum(s[1] for s in solved) / len(tasks),
+        sum(s[2] for s in solved) / len(tasks), tuple(s[3] for s in solved),
     )
 
 
@@ -149,17 +139,11 @@ class HeadUnderTest:
     policy: Any
     coordinator: Any
     cost_weight: float | None = None  # what it was trained with, for the quality/cost curve
-    reader: str = CURRENT_FORMAT.id  # the coordinator's transcript format (runner.Episode.reader)
+    transcript_format: str = CURRENT_FORMAT.id  # the coordinator's, as in runner.Episode
 
 
 BASELINES = (
-    "random",
-    "pipeline",
-    "single",
-    "loop",
-    "cascade",
-    "best-fixed",
-    "oracle",
+    "random", "pipeline", "single", "loop", "cascade", "best-fixed", "oracle",
 )  # row kinds, in table order
 
 
@@ -173,14 +157,8 @@ class FixedOn:
 
 
 def rows_to_compute(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    heads: Sequence[HeadUnderTest],
-    *,
-    max_turns: int,
-    samples: int = 0,
-    seed: int = 0,
-    baselines: Sequence[str] = BASELINES,
+    tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], *, max_turns: int,
+    samples: int = 0, seed: int = 0, baselines: Sequence[str] = BASELINES,
 ) -> list[tuple[str, Any, int, tuple[int, ...] | None, int]]:
     """(row, policy, turn limit, agents, sampled runs) of each row played on the eval tasks, in
     table order (`best-fixed` is chosen first: `best_fixed_row`; the oracle: `oracle_row`)."""
@@ -193,11 +171,8 @@ def rows_to_compute(
     if "pipeline" in baselines:
         rows += [
             (
-                f"pipeline:{agent.name}",
-                PipelinePolicy(1, role_mask([agent.roles])),
-                max(len(agent.roles), max_turns),
-                (i,),
-                0,
+                f"pipeline:{agent.name}", PipelinePolicy(1, role_mask([agent.roles])),
+                max(len(agent.roles), max_turns), (i,), 0,
             )
             for i, agent in enumerate(agents)
             if Role.WORKER in agent.roles
@@ -219,22 +194,14 @@ def rows_to_compute(
 
 
 def best_fixed_row(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    fixed_on: FixedOn,
-    runner: Runner,
-    budget: Budget | None,
-    *,
-    max_turns: int,
+    tasks: Sequence[Task], agents: Sequence[Any], fixed_on: FixedOn, runner: Runner,
+    budget: Budget | None, *, max_turns: int,
 ) -> tuple[Row, FixedPlan]:
     """`best-fixed`: chosen on `fixed_on.tasks` (the family's plans on a forest, which makes
     each node's call once), then played on `tasks`."""
     forest = Forest(runner, max_turns)
     chosen = best_fixed(
-        lambda episodes: forest.play(episodes, budget),
-        fixed_on.tasks,
-        agents,
-        max_turns,
+        lambda episodes: forest.play(episodes, budget), fixed_on.tasks, agents, max_turns,
         fixed_on.cost_weight,
     )
     plan = chosen.plan
@@ -244,19 +211,10 @@ def best_fixed_row(
 
 
 def evaluate(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    heads: Sequence[HeadUnderTest],
-    grader: Grader,
-    *,
-    max_turns: int,
-    samples: int = 0,
-    seed: int = 0,
-    workers: int = 1,
-    on_row: Callable[[Row], None] = lambda row: None,
-    budget: Budget | None = None,
-    runner: Runner | None = None,
-    baselines: Sequence[str] = BASELINES,
+    tasks: Sequence[Task], agents: Sequence[Any], heads: Sequence[HeadUnderTest], grader: Grader, *,
+    max_turns: int, samples: int = 0, seed: int = 0, workers: int = 1,
+    on_row: Callable[[Row], None] = lambda row: None, budget: Budget | None = None,
+    runner: Runner | None = None, baselines: Sequence[str] = BASELINES,
     fixed_on: FixedOn | None = None,
 ) -> dict[str, Any]:
     """The heads' rows first, then the baselines (`baselines`: which kinds); the summary
@@ -265,32 +223,21 @@ def evaluate(
     budget = budget or Budget()
     runner = runner or LocalRunner(
         Players(
-            agents, grader, {h.reader: h.coordinator for h in heads if h.coordinator is not None}
+            agents, grader,
+            {h.transcript_format: h.coordinator for h in heads if h.coordinator is not None},
         ),
         workers,
     )
-    readers = {head.name: None if head.coordinator is None else head.reader for head in heads}
+    formats = {
+        head.name: None if head.coordinator is None else head.transcript_format for head in heads
+    }
     pending: list[Callable[[], Row]] = [
         partial(
-            run_policy,
-            name,
-            tasks,
-            policy,
-            runner,
-            budget,
-            max_turns=turns,
-            agents=indices,
-            reader=readers.get(name),
-            samples=runs,
-            seed=seed,
+            run_policy, name, tasks, policy, runner, budget, max_turns=turns, agents=indices,
+            transcript_format=formats.get(name), samples=runs, seed=seed,
         )
         for name, policy, turns, indices, runs in rows_to_compute(
-            tasks,
-            agents,
-            heads,
-            max_turns=max_turns,
-            samples=samples,
-            seed=seed,
+            tasks, agents, heads, max_turns=max_turns, samples=samples, seed=seed,
             baselines=baselines,
         )
     ]
@@ -322,10 +269,8 @@ def evaluate(
         trained_err = 1.0 - rows[0].pass_at_1  # rows[0] is the first head's: heads come first
         reduction = round((err_best - trained_err) / err_best, 4) if err_best > 0 else None
         for key, other in (
-            ("vs_best_single", best_single),
-            ("vs_random", by_name.get("random")),
-            ("vs_cascade", by_name.get("cascade")),
-            ("vs_best_fixed", by_name.get("best-fixed")),
+            ("vs_best_single", best_single), ("vs_random", by_name.get("random")),
+            ("vs_cascade", by_name.get("cascade")), ("vs_best_fixed", by_name.get("best-fixed")),
         ):
             if other is not None:
                 margin = paired_margin(rows[0].passes, other.passes)
@@ -333,16 +278,14 @@ def evaluate(
                     round(margin, 3) if math.isfinite(margin) else None
                 )  # JSON has no infinity
     return {
-        "schema_version": SCHEMA_VERSION,
-        "tasks": len(tasks),
+        "schema_version": SCHEMA_VERSION, "tasks": len(tasks),
         "rel_err_reduction_vs_best_single": reduction,
         "best_single": None if best_single is None else best_single.policy,
         "paired_margin_se": margins,
         "best_fixed": None
         if not chosen or "best-fixed" not in by_name
         else {
-            "plan": describe(chosen[0].plan, agents),
-            "train_fitness": round(chosen[0].fitness, 6),
+            "plan": describe(chosen[0].plan, agents), "train_fitness": round(chosen[0].fitness, 6),
             "train_tasks": chosen[0].tasks,
             "cost_weight": fixed_on.cost_weight if fixed_on else 0.0,
         },
@@ -351,10 +294,8 @@ def evaluate(
             {
                 "curve": [
                     {
-                        "head": h.name,
-                        "cost_weight": h.cost_weight,
-                        "pass_at_1": round(r.pass_at_1, 4),
-                        "usd_per_task": r.usd_per_task,
+                        "head": h.name, "cost_weight": h.cost_weight,
+                        "pass_at_1": round(r.pass_at_1, 4), "usd_per_task": r.usd_per_task,
                     }
                     for h, r in zip(heads, rows)
                 ]
@@ -362,9 +303,7 @@ def evaluate(
             if len(heads) > 1
             else {}
         ),
-        "partial": budget.refusal is not None,
-        "error": budget.refusal,
-        "budget": budget.as_json(),
+        "partial": budget.refusal is not None, "error": budget.refusal, "budget": budget.as_json(),
         "_rows": rows,
     }
 

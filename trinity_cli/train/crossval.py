@@ -62,7 +62,8 @@ class CrossValidation:
 
     @property
     def margin_se(self) -> float | None:
-        """The paired margin of head over plan in standard errors (None: ±∞, a difference that never varies)."""
+        """The paired margin of head over plan in standard errors (None: ±∞, a difference that never
+        varies)."""
         margin = paired_margin(self.head, self.plan)
         return margin if math.isfinite(margin) else None
 
@@ -93,16 +94,11 @@ class CrossValidation:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "folds": self.k,
-            "tasks": len(self.task_ids),
-            "cost_weight": self.cost_weight,
-            **self.scores(),
-            "tasks_differing": self.differing,
-            "below_start": self.below_start,
+            "folds": self.k, "tasks": len(self.task_ids), "cost_weight": self.cost_weight,
+            **self.scores(), "tasks_differing": self.differing, "below_start": self.below_start,
             "plans": self.plans,
             "per_task": {
-                "task_id": self.task_ids,
-                "head": [round(v, 6) for v in self.head],
+                "task_id": self.task_ids, "head": [round(v, 6) for v in self.head],
                 "plan": [round(v, 6) for v in self.plan],
             },
         }
@@ -113,14 +109,8 @@ def steps_of(forest: Forest, episode: Episode) -> list[Any]:
 
 
 def cross_validate(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    coordinator: Any,
-    grader: Any,
-    settings: TrainSettings,
-    k: int,
-    forest: Forest,
-    budget: Budget | None = None,
+    tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grader: Any,
+    settings: TrainSettings, k: int, forest: Forest, budget: Budget | None = None,
     on_fold: Callable[[int, TrainResult], None] = lambda fold, result: None,
 ) -> CrossValidation:
     """The module docstring's protocol; BudgetExceeded when a call is refused."""
@@ -137,11 +127,13 @@ def cross_validate(
         plan = result.start.plan
         assert plan is not None  # train's own start
         scored = [tasks[i] for i in held_out]
-        heads = [Episode(t, result.head, settings.max_turns, None, forest.reader) for t in scored]
+        heads = [
+            Episode(t, result.head, settings.max_turns, None, forest.transcript_format)
+            for t in scored
+        ]
         played = [
             Episode(
-                t,
-                PlanPolicy(len(agents), padded(plan.plan, agents, settings.max_turns)),
+                t, PlanPolicy(len(agents), padded(plan.plan, agents, settings.max_turns)),
                 settings.max_turns,
             )
             for t in scored
@@ -153,47 +145,27 @@ def cross_validate(
         refused(head + fixed + forest.play(played, budget), budget)
         for i, h, p in zip(held_out, head, fixed):
             head_values[i], plan_values[i] = (
-                value(h, settings.cost_weight),
-                value(p, settings.cost_weight),
+                value(h, settings.cost_weight), value(p, settings.cost_weight),
             )
         differing += sum(steps_of(forest, a) != steps_of(forest, b) for a, b in zip(heads, played))
         plans.append(describe(plan.plan, agents))
         on_fold(fold + 1, result)
     return CrossValidation(
-        k,
-        [t.task_id for t in tasks],
-        head_values,
-        plan_values,
-        plans,
-        differing,
+        k, [t.task_id for t in tasks], head_values, plan_values, plans, differing,
         settings.cost_weight,
     )
 
 
 def starts(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    coordinator: Any,
-    grader: Any,
-    settings: TrainSettings,
-    imitations: Sequence[str],
-    k: int,
-    forest: Forest,
-    budget: Budget | None = None,
-    on_fold: Callable[[str, int], None] = lambda imitate, fold: None,
+    tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grader: Any,
+    settings: TrainSettings, imitations: Sequence[str], k: int, forest: Forest,
+    budget: Budget | None = None, on_fold: Callable[[str, int], None] = lambda imitate, fold: None,
 ) -> tuple[str, dict[str, CrossValidation]]:
     """Each start (`TrainSettings.imitate`) cross-validated on the same folds; the one whose
     held-out heads score highest (ties: the first named)."""
     validations = {
         name: cross_validate(
-            tasks,
-            agents,
-            coordinator,
-            grader,
-            replace(settings, imitate=name),
-            k,
-            forest,
-            budget,
+            tasks, agents, coordinator, grader, replace(settings, imitate=name), k, forest, budget,
             functools.partial(_fold_done, on_fold, name),
         )
         for name in imitations

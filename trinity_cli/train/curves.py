@@ -63,10 +63,7 @@ def write_quality_cost_curve(
             kind = "head" if row.policy in weights else "baseline"
             writer.writerow(
                 [
-                    row.policy,
-                    kind,
-                    weights.get(row.policy, ""),
-                    round(row.pass_at_1, 4),
+                    row.policy, kind, weights.get(row.policy, ""), round(row.pass_at_1, 4),
                     row.usd_per_task,
                 ]
             )

@@ -68,9 +68,11 @@ class PoolDraws:
         return sorted(int(i) for i in rng.choice(n, size=size, replace=False))
 
     def episode(
-        self, task: Task, head: Any, max_turns: int, reader: str | None, drawn: list[int]
+        self, task: Task, head: Any, max_turns: int, transcript_format: str | None, drawn: list[int]
     ) -> Episode:
-        return Episode(task, head.for_pool(self.profiles[drawn]), max_turns, tuple(drawn), reader)
+        return Episode(
+            task, head.for_pool(self.profiles[drawn]), max_turns, tuple(drawn), transcript_format
+        )
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ class TrainSettings:
     cost_weight: float = 0.0
     project: int | None = 8
     budget_usd: float | None = None
-    imitate: str = "best-fixed"  # the start plays best-fixed on every task, or the plan `routed` reads from each
+    # the start plays best-fixed on every task, or the plan `routed` reads from each
+    imitate: str = "best-fixed"
 
 
 IMITATE = ("best-fixed", "routed")
@@ -117,9 +120,7 @@ class Start:
     def as_json(self, agents: Sequence[Any]) -> dict[str, Any]:
         return {
             "plan": None if self.plan is None else describe(self.plan.plan, agents),
-            "plan_fitness": self.plan_fitness,
-            "fitness": self.fitness,
-            "agreement": self.agreement,
+            "plan_fitness": self.plan_fitness, "fitness": self.fitness, "agreement": self.agreement,
         }
 
 
@@ -134,7 +135,8 @@ class TrainResult:
     fitness: float  # the returned head's, on the training tasks (nan when stopped for budget)
     budget: Budget | None = None  # this run's accounting (spent_usd includes resumed spend)
     episodes: int = 0  # played by the search (start and final scoring not counted)
-    kept_start: bool = False  # the search's mean did not beat its start on the training tasks: the head is the start
+    # the search's mean did not beat its start on the training tasks: the head is the start
+    kept_start: bool = False
 
 
 def batch_for(tasks: Sequence[Task], settings: TrainSettings, generation: int) -> list[int]:
@@ -145,23 +147,18 @@ def batch_for(tasks: Sequence[Task], settings: TrainSettings, generation: int) -
 
 
 def score(
-    forest: Forest,
-    head: Any,
-    tasks: Sequence[Task],
-    max_turns: int,
-    budget: Budget | None,
-    cost_weight: float,
-    pools: PoolDraws | None = None,
-    seed: int = 0,
-    generation: int = 0,
+    forest: Forest, head: Any, tasks: Sequence[Task], max_turns: int, budget: Budget | None,
+    cost_weight: float, pools: PoolDraws | None = None, seed: int = 0, generation: int = 0,
 ) -> tuple[float, list[Outcome]]:
     """A policy's fitness on `tasks`, greedy, on the forest (BudgetExceeded when refused); with
     `pools`, each task on its pool drawn for (seed, generation)."""
     if pools is None:
-        episodes = [Episode(t, head, max_turns, None, forest.reader) for t in tasks]
+        episodes = [Episode(t, head, max_turns, None, forest.transcript_format) for t in tasks]
     else:
         episodes = [
-            pools.episode(t, head, max_turns, forest.reader, pools.draw(seed, generation, i))
+            pools.episode(
+                t, head, max_turns, forest.transcript_format, pools.draw(seed, generation, i)
+            )
             for i, t in enumerate(tasks)
         ]
     outcomes = forest.play(episodes, budget)
@@ -177,10 +174,7 @@ def refused(outcomes: Sequence[Outcome], budget: Budget | None) -> None:
 
 
 def plan_start(
-    forest: Forest,
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    settings: TrainSettings,
+    forest: Forest, tasks: Sequence[Task], agents: Sequence[Any], settings: TrainSettings,
     budget: Budget | None,
 ) -> Start:
     """`best-fixed` on `tasks`, and the head fitted to play it on every task, or with
@@ -200,10 +194,7 @@ def plan_start(
         roots = np.asarray([trail[0][0].hidden for trail in problems])
         space = input_space(roots, n + N_ROLES, settings.project)
         targets = routed(
-            plans,
-            outcomes,
-            np.asarray([space.features(h) for h in roots]),
-            chosen.plan,
+            plans, outcomes, np.asarray([space.features(h) for h in roots]), chosen.plan,
             settings.cost_weight,
         )
     episodes = [
@@ -221,12 +212,8 @@ def plan_start(
     head = fit_steps(space, states, steps, turns)
     start_fitness, _ = score(forest, head, tasks, settings.max_turns, budget, settings.cost_weight)
     return Start(
-        head,
-        chosen,
-        agreement_masked(head, trails),
-        start_fitness,
-        fitness(played, settings.cost_weight),
-        budget.spent_usd if budget else 0.0,
+        head, chosen, agreement_masked(head, trails), start_fitness,
+        fitness(played, settings.cost_weight), budget.spent_usd if budget else 0.0,
     )
 
 
@@ -247,11 +234,7 @@ def _played(forest: Forest, episodes: Sequence[Episode], budget: Budget | None) 
 
 
 def new_forest(
-    agents: Sequence[Any],
-    coordinator: Any,
-    grader: Grader,
-    max_turns: int,
-    workers: int = 1,
+    agents: Sequence[Any], coordinator: Any, grader: Grader, max_turns: int, workers: int = 1,
     runner: Runner | None = None,
 ) -> Forest:
     """The episode trees of a run (here, `workers` units at a time, unless a runner is given)."""
@@ -262,24 +245,13 @@ def new_forest(
 
 
 def train(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    coordinator: Any,
-    grader: Grader,
-    settings: TrainSettings,
-    checkpoint_file: Path | None,
-    *,
-    resume: bool = False,
+    tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, grader: Grader,
+    settings: TrainSettings, checkpoint_file: Path | None, *, resume: bool = False,
     fingerprint: dict[str, Any] | None = None,
     on_generation: Callable[[GenerationReport], None] = lambda report: None,
-    stop_after: int | None = None,
-    workers: int = 1,
-    start_head: Any = None,
-    pools: PoolDraws | None = None,
-    runner: Runner | None = None,
-    forest: Forest | None = None,
-    budget: Budget | None = None,
-    on_start: Callable[[Start], None] = lambda start: None,
+    stop_after: int | None = None, workers: int = 1, start_head: Any = None,
+    pools: PoolDraws | None = None, runner: Runner | None = None, forest: Forest | None = None,
+    budget: Budget | None = None, on_start: Callable[[Start], None] = lambda start: None,
 ) -> TrainResult:
     """Run (or resume) the ask/tell loop, checkpointed to `checkpoint_file` (None: not at all);
     `stop_after` ends early after that generation.
@@ -300,15 +272,8 @@ def train(
     def training_fitness(head: Any) -> float:
         """On all the training tasks (with pools: the draws of the generation after the last)."""
         return score(
-            forest,
-            head,
-            tasks,
-            settings.max_turns,
-            budget,
-            settings.cost_weight,
-            pools,
-            settings.seed,
-            settings.generations,
+            forest, head, tasks, settings.max_turns, budget, settings.cost_weight, pools,
+            settings.seed, settings.generations,
         )[0]
 
     if resume:
@@ -327,20 +292,13 @@ def train(
             )
         )
         optimizer = SepCMA(
-            mean=start.head.flat.copy(),
-            sigma=settings.sigma0,
-            population_size=settings.popsize,
+            mean=start.head.flat.copy(), sigma=settings.sigma0, population_size=settings.popsize,
             seed=settings.seed,
         )
         state = {
-            "fingerprint": fingerprint,
-            "optimizer": optimizer,
-            "generation": 0,
-            "history": [],
-            "best": (-np.inf, start.head.flat.copy()),
-            "spent_usd": budget.spent_usd,
-            "start": start,
-            "made": list(forest.made),
+            "fingerprint": fingerprint, "optimizer": optimizer, "generation": 0, "history": [],
+            "best": (-np.inf, start.head.flat.copy()), "spent_usd": budget.spent_usd,
+            "start": start, "made": list(forest.made),
         }
     on_start(start)
     optimizer = state["optimizer"]
@@ -358,12 +316,13 @@ def train(
             task = tasks[task_index]
             if pools is None:
                 episodes += [
-                    Episode(task, head, settings.max_turns, None, forest.reader) for head in heads
+                    Episode(task, head, settings.max_turns, None, forest.transcript_format)
+                    for head in heads
                 ]
             else:
                 drawn = pools.draw(settings.seed, generation, task_index)
                 episodes += [
-                    pools.episode(task, head, settings.max_turns, forest.reader, drawn)
+                    pools.episode(task, head, settings.max_turns, forest.transcript_format, drawn)
                     for head in heads
                 ]
         played = forest.play(episodes, budget)
@@ -382,11 +341,8 @@ def train(
         if scores[best] > state["best"][0]:
             state["best"] = (scores[best], candidates[best].copy())
         row = {
-            "generation": generation + 1,
-            "best": max(scores),
-            "mean": float(np.mean(scores)),
-            "std": float(np.std(scores)),
-            "spent_usd": budget.spent_usd,
+            "generation": generation + 1, "best": max(scores), "mean": float(np.mean(scores)),
+            "std": float(np.std(scores)), "spent_usd": budget.spent_usd,
         }
         state["history"].append(row)
         state["generation"] = generation + 1
@@ -396,13 +352,8 @@ def train(
             checkpoint.save(checkpoint_file, state)
         on_generation(
             GenerationReport(
-                generation + 1,
-                settings.generations,
-                row["best"],
-                row["mean"],
-                row["std"],
-                budget.spent_usd,
-                time.perf_counter() - began,
+                generation + 1, settings.generations, row["best"], row["mean"], row["std"],
+                budget.spent_usd, time.perf_counter() - began,
             )
         )
         if stop_after is not None and generation + 1 >= stop_after:
@@ -418,14 +369,6 @@ def train(
     if kept_start:
         final, final_fitness = start.head, start.fitness
     return TrainResult(
-        final,
-        state["history"],
-        budget.spent_usd,
-        stopped_for_budget,
-        float(state["best"][0]),
-        start,
-        final_fitness,
-        budget,
-        episodes_played,
-        kept_start,
+        final, state["history"], budget.spent_usd, stopped_for_budget, float(state["best"][0]),
+        start, final_fitness, budget, episodes_played, kept_start,
     )

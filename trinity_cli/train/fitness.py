@@ -4,18 +4,18 @@ fitness(policy) = mean expected pass over the tasks played − cost_weight × me
 (cost_weight defaults to 0, as in the paper). A task passes when its latest Worker answer passes
 the task's tests, whatever the verdict; `no_answer` scores 0.
 
-Expected pass: where the final answer came from a replay agent's pass-rate entry (EvalPerf)
-and was the episode's last turn, its recorded probability; elsewhere the pass itself. It
-removes the sampling noise of the last draw, and only of that one: an answer a later turn saw
-(a Verifier's ACCEPT, the coordinator's next decision) steered the episode, so its draw is not
-independent of the path and the probability would be biased (an accepted answer would count
-p instead of 1, which scores verification as worthless). The last turn's draw is independent
-of everything before it, so E[pass | path] is exactly its probability: the estimate is
-unbiased at any `max_turns`, and with one turn it is the recorded probability itself.
-Training and best-fixed score expected passes (the pass itself for every other answer). Such an answer passes when it is
-one of the record's correct programs: the replay returns one exactly when its draw passed (a
-failing draw is a mutant the grader saw fail), so this is the grade the tests would give, with
-no sandbox run, and it grades tasks without tests too (their mutants are unverified).
+Expected pass: where the final answer came from a replay agent's pass-rate entry (EvalPerf) and was
+the episode's last turn, its recorded probability; elsewhere the pass itself. It removes the
+sampling noise of the last draw, and only of that one: an answer a later turn saw (a Verifier's
+ACCEPT, the coordinator's next decision) steered the episode, so its draw is not independent of the
+path and the probability would be biased (an accepted answer would count p instead of 1, which
+scores verification as worthless). The last turn's draw is independent of everything before it, so
+E[pass | path] is exactly its probability: the estimate is unbiased at any `max_turns`, and with one
+turn it is the recorded probability itself. Training and best-fixed score expected passes (the pass
+itself for every other answer). Such an answer passes when it is one of the record's correct
+programs: the replay returns one exactly when its draw passed (a failing draw is a mutant the grader
+saw fail), so this is the grade the tests would give, with no sandbox run, and it grades tasks
+without tests too (their mutants are unverified).
 
 Episodes are independent given their seeds, so `in_parallel` runs several at once on threads:
 their agents' network waits overlap, while the coordinator and local models take turns (each
@@ -47,36 +47,19 @@ class Outcome:
 
 
 def play(
-    task: Task,
-    agents: Sequence[Agent],
-    coordinator: Any,
-    policy: Any,
-    grader: Grader,
-    *,
-    max_turns: int,
-    sample_seed: Sequence[int] | None = None,
-    budget: Budget | None = None,
+    task: Task, agents: Sequence[Agent], coordinator: Any, policy: Any, grader: Grader, *,
+    max_turns: int, sample_seed: Sequence[int] | None = None, budget: Budget | None = None,
 ) -> Outcome:
     result = run_episode(
-        task.problem,
-        agents,
-        coordinator,
-        policy,
-        max_turns=max_turns,
-        sample_seed=sample_seed,
+        task.problem, agents, coordinator, policy, max_turns=max_turns, sample_seed=sample_seed,
         budget=budget,
     )
     return outcome_of(task, agents, result.verdict, result.turns, result.answer, result.usd, grader)
 
 
 def outcome_of(
-    task: Task,
-    agents: Sequence[Agent],
-    verdict: str,
-    turns: Sequence[Any],
-    answer: str | None,
-    usd: float,
-    grader: Grader,
+    task: Task, agents: Sequence[Agent], verdict: str, turns: Sequence[Any], answer: str | None,
+    usd: float, grader: Grader,
 ) -> Outcome:
     """An episode's score: its final answer graded (or its recorded grade); 0 when the budget
     ended it."""

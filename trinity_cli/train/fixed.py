@@ -132,19 +132,13 @@ def choose(
     best = min(range(len(plans)), key=key)
     chosen = outcomes[best]
     return FixedPlan(
-        plans[best],
-        fitness(chosen, cost_weight),
-        sum(o.expected for o in chosen) / len(chosen),
-        sum(o.usd for o in chosen) / len(chosen),
-        len(chosen),
+        plans[best], fitness(chosen, cost_weight), sum(o.expected for o in chosen) / len(chosen),
+        sum(o.usd for o in chosen) / len(chosen), len(chosen),
     )
 
 
 def play_family(
-    play: Any,
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    max_turns: int,
+    play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int,
     indices: tuple[int, ...] | None = None,
 ) -> tuple[list[Plan], list[list[Any]]]:
     """Every family plan on every task, each played for its own length through `play` (a
@@ -164,11 +158,7 @@ def play_family(
 
 
 def best_fixed(
-    play: Any,
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    max_turns: int,
-    cost_weight: float,
+    play: Any, tasks: Sequence[Task], agents: Sequence[Any], max_turns: int, cost_weight: float,
     indices: tuple[int, ...] | None = None,
 ) -> FixedPlan:
     """`best-fixed` on `tasks` (`play_family`)."""
@@ -176,12 +166,8 @@ def best_fixed(
 
 
 def routed(
-    plans: Sequence[Plan],
-    outcomes: Sequence[Sequence[Any]],
-    features: np.ndarray,
-    chosen: Plan,
-    cost_weight: float,
-    ridge: float = ROUTER_RIDGE,
+    plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], features: np.ndarray, chosen: Plan,
+    cost_weight: float, ridge: float = ROUTER_RIDGE,
 ) -> list[Plan]:
     """Each task's plan as read from its problem: every plan's value (expected pass − cost
     weight × $) ridge-regressed, with an intercept, on the tasks' `features` (n, k), and each

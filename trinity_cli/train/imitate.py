@@ -24,11 +24,11 @@ def pipeline_transcripts(task: Task, agent_names: Sequence[str], turns: int) -> 
     policy = PipelinePolicy(len(agent_names))
     steps = []
     for turn in range(1, turns):
-        choice = policy.choose(None, turn)
+        probs = policy.choose(None, turn)
         steps.append(
             (
-                agent_names[int(np.argmax(choice.agent_probs))],
-                (Role.THINKER, Role.WORKER, Role.VERIFIER)[int(np.argmax(choice.role_probs))],
+                agent_names[int(np.argmax(probs.agent_probs))],
+                (Role.THINKER, Role.WORKER, Role.VERIFIER)[int(np.argmax(probs.role_probs))],
             )
         )
     return scripted_transcripts(task, steps)
@@ -53,10 +53,7 @@ def scripted_transcripts(task: Task, steps: Sequence[tuple[str, Role]]) -> list[
 
 
 def input_space(
-    states: np.ndarray,
-    n_outputs: int,
-    project: int | None,
-    groups: Sequence[int] | None = None,
+    states: np.ndarray, n_outputs: int, project: int | None, groups: Sequence[int] | None = None,
     turn_features: int = 0,
 ) -> LinearHead:
     """A head of zero weights over `states` scaled by their std, not centred: the head is
@@ -90,11 +87,8 @@ def input_space(
     directions = _orthonormal(np.vstack(candidates))[:project]  # (K, d), in the order above
     scale = np.sqrt(((z @ directions.T) ** 2).mean(axis=0))
     return LinearHead(
-        np.zeros((n_outputs, len(directions) + turn_features)),
-        mean,
-        std,
-        directions / np.maximum(scale, 1e-9)[:, None],
-        turn_features,
+        np.zeros((n_outputs, len(directions) + turn_features)), mean, std,
+        directions / np.maximum(scale, 1e-9)[:, None], turn_features,
     )
 
 
@@ -111,12 +105,8 @@ def _orthonormal(rows: np.ndarray) -> np.ndarray:
 
 
 def pipeline_space(
-    tasks: Sequence[Task],
-    agent_names: Sequence[str],
-    coordinator: Any,
-    project: int | None,
-    n_tasks: int = 40,
-    turns: int = 3,
+    tasks: Sequence[Task], agent_names: Sequence[str], coordinator: Any, project: int | None,
+    n_tasks: int = 40, turns: int = 3,
 ) -> LinearHead:
     """`input_space` of the states of the fallback pipeline's first `turns` turns on `n_tasks`
     tasks (synthetic replies): first-turn states sit off-centre, so a bias-free head can still
@@ -130,12 +120,8 @@ def pipeline_space(
 
 
 def fit_steps(
-    space: LinearHead,
-    states: np.ndarray,
-    steps: Sequence[tuple[int, int]],
-    turns: Sequence[int] | None = None,
-    ridge: float = 1.0,
-    margin: float = 3.0,
+    space: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, int]],
+    turns: Sequence[int] | None = None, ridge: float = 1.0, margin: float = 3.0,
 ) -> LinearHead:
     """The head in `space` whose logits are fitted to +margin on each state's step (agent index,
     role index) and −margin on every other agent and role. With turn indicators (`turns`: each
@@ -169,8 +155,7 @@ def fit_imitation_head(
         for c in (policy.choose(None, turn) for turn in turns)
     ]
     space = LinearHead(
-        np.zeros((n_agents + N_ROLES, states.shape[1])),
-        states.mean(axis=0),
+        np.zeros((n_agents + N_ROLES, states.shape[1])), states.mean(axis=0),
         states.std(axis=0) + 1e-6,
     )
     head = fit_steps(space, states, steps, ridge=ridge)
@@ -181,6 +166,6 @@ def agreement(head: LinearHead, states: np.ndarray, steps: Sequence[tuple[int, i
     """The share of states where the head's greedy agent and role are the step's (no mask)."""
     hits = 0
     for state, (agent, role) in zip(states, steps):
-        choice = head.choose(state, 0)
-        hits += int(np.argmax(choice.agent_probs) == agent and np.argmax(choice.role_probs) == role)
+        probs = head.choose(state, 0)
+        hits += int(np.argmax(probs.agent_probs) == agent and np.argmax(probs.role_probs) == role)
     return hits / len(steps)

@@ -79,22 +79,17 @@ class Tally:
 
     def plan(self) -> Plan:
         return Plan(
-            self.episodes,
-            self.calls,
-            None if self.unpriced else self.worst,
-            self.unpriced,
+            self.episodes, self.calls, None if self.unpriced else self.worst, self.unpriced,
             self.parts,
         )
 
 
 def plan_training(
-    tasks: Sequence[Task],
-    agents: Sequence[AgentSpec],
-    settings: TrainSettings,
-    folds: int = 0,
+    tasks: Sequence[Task], agents: Sequence[AgentSpec], settings: TrainSettings, folds: int = 0,
     starts: int = 1,
 ) -> Plan:
-    """`trinity train`: the training run, and `folds`-fold cross-validation of each of `starts` starts."""
+    """`trinity train`: the training run, and `folds`-fold cross-validation of each of `starts`
+    starts."""
     from trinity_cli.train.crossval import folds as deal
 
     tally = Tally(agents)
@@ -109,27 +104,18 @@ def plan_training(
 
 
 def plan_evaluation(
-    tasks: Sequence[Task],
-    fixed_on: Sequence[Task],
-    agents: Sequence[AgentSpec],
-    heads: Sequence[str],
-    *,
-    max_turns: int,
-    samples: int = 0,
-    baselines: Sequence[str],
+    tasks: Sequence[Task], fixed_on: Sequence[Task], agents: Sequence[AgentSpec],
+    heads: Sequence[str], *, max_turns: int, samples: int = 0, baselines: Sequence[str],
 ) -> Plan:
-    """`baselines.evaluate`'s rows: each on `tasks`; best-fixed chosen on `fixed_on` first (none: left out)."""
+    """`baselines.evaluate`'s rows: each on `tasks`; best-fixed chosen on `fixed_on` first (none:
+    left out)."""
     from trinity_cli.train.baselines import HeadUnderTest, rows_to_compute
     from trinity_cli.train.fixed import oracle_plans
 
     tally = Tally(agents)
     rows = rows_to_compute(
-        tasks,
-        agents,
-        [HeadUnderTest(h, None, None) for h in heads],
-        max_turns=max_turns,
-        samples=samples,
-        baselines=baselines,
+        tasks, agents, [HeadUnderTest(h, None, None) for h in heads], max_turns=max_turns,
+        samples=samples, baselines=baselines,
     )
     for name, _, turns, _, runs in rows:
         tally.add(name, tasks, turns, max(1, runs))
@@ -144,10 +130,7 @@ def plan_evaluation(
 
 
 def add_training(
-    tally: Tally,
-    tasks: Sequence[Task],
-    agents: Sequence[AgentSpec],
-    settings: TrainSettings,
+    tally: Tally, tasks: Sequence[Task], agents: Sequence[AgentSpec], settings: TrainSettings,
     part: str,
 ) -> None:
     """One es.train: best-fixed and the start, the search, the final head's score."""
@@ -158,10 +141,8 @@ def add_training(
     )  # the padded plan's states, the start head
     for generation in range(settings.generations):
         tally.add(
-            part or "search",
-            [tasks[i] for i in batch_for(tasks, settings, generation)],
-            settings.max_turns,
-            settings.popsize,
+            part or "search", [tasks[i] for i in batch_for(tasks, settings, generation)],
+            settings.max_turns, settings.popsize,
         )
     tally.add(part or "search", tasks, settings.max_turns)
 
@@ -199,17 +180,13 @@ def longest_prompt(task: Task, agents: Sequence[AgentSpec], turn: int) -> int:
     """`Request.prompt_bytes` of the longest request turn `turn` could send, from a transcript
     whose earlier turns are all longer than the agent view keeps, in 4-byte characters."""
     widest = Turn(
-        max((a.name for a in agents), key=len),
-        max(Role, key=lambda r: len(r.value)),
+        max((a.name for a in agents), key=len), max(Role, key=lambda r: len(r.value)),
         WIDEST_CHAR * (AGENT_VIEW_CHARS + 1),
     )
     transcript = Transcript(task.problem, (widest,) * (turn - 1))
     return max(
         Request(
-            role,
-            SYSTEM_PROMPTS[role],
-            transcript.agent_view(),
-            COMPLETION_LEADS[role],
+            role, SYSTEM_PROMPTS[role], transcript.agent_view(), COMPLETION_LEADS[role],
             task.problem.code_prompt if role is Role.WORKER else "",
         ).prompt_bytes()
         for role in Role

@@ -91,8 +91,7 @@ class Keeper:
         from trinity_cli.tasks.grading import Grader
 
         schemas = {
-            "replies": ResponseStore.SCHEMA,
-            "grades": Grader.SCHEMA,
+            "replies": ResponseStore.SCHEMA, "grades": Grader.SCHEMA,
             "states": MemoCoordinator.SCHEMA,
         }
         self.tables: dict[str, Table] = {
@@ -141,8 +140,7 @@ class Keeper:
         (the rerun settles those replies again, from the cache: each counts once); a call it
         had in flight counts at its reservation, as it may have been billed."""
         in_flight = max(0.0, self.held.pop(attempt, 0.0))
-        self.budget.reserved_usd = max(0.0, self.budget.reserved_usd - in_flight)
-        self.budget.spent_usd += in_flight - self.settled.pop(attempt, 0.0)
+        self.budget.take_back(in_flight, self.settled.pop(attempt, 0.0))
 
 
 def budget_state(budget: Budget) -> dict[str, Any]:
@@ -207,15 +205,11 @@ class EpisodeWorker:
         coordinators = {
             fmt: MemoCoordinator(
                 LlamaCoordinator(
-                    coordinator_path(pool),
-                    n_ctx=pool.coordinator.n_ctx,
-                    n_threads=spec.n_threads,
-                    token_position=pool.coordinator.token_position,
-                    sessions=spec.threads,
+                    coordinator_path(pool), n_ctx=pool.coordinator.n_ctx, n_threads=spec.n_threads,
+                    token_position=pool.coordinator.token_position, sessions=spec.threads,
                     transcript_format=fmt,
                 ),
-                sha,
-                table=KeptTable(keeper, "states"),
+                sha, table=KeptTable(keeper, "states"),
             )
             for fmt in spec.formats
         }
@@ -235,10 +229,8 @@ class EpisodeWorker:
         """What this worker's caches answered and did, for the driver's figures."""
         memo = list(self.players.coordinators.values())
         return {
-            "reply_hits": self.store.stats.hits,
-            "reply_misses": self.store.stats.misses,
-            "memo_hits": sum(m.hits for m in memo),
-            "memo_misses": sum(m.misses for m in memo),
+            "reply_hits": self.store.stats.hits, "reply_misses": self.store.stats.misses,
+            "memo_hits": sum(m.hits for m in memo), "memo_misses": sum(m.misses for m in memo),
             "grades_run": self.players.grader.runs,
         }
 
@@ -309,9 +301,7 @@ class RayRunner:
         return identity
 
     def map(
-        self,
-        units: Sequence[Any],
-        budget: Budget | None,
+        self, units: Sequence[Any], budget: Budget | None,
         on_result: Callable[[], None] = lambda: None,
     ) -> list[Any]:
         ray = _ray()
@@ -345,7 +335,8 @@ class RayRunner:
                     self.identities[worker] = self._check(self.actors[worker])
                     self.counted[worker] = {}
                     self.warn(
-                        f"Ray worker {worker} died; replaced it and rerunning its {len(chunks[chunk])} episodes"
+                        f"Ray worker {worker} died; replaced it and rerunning its "
+                        f"{len(chunks[chunk])} episodes"
                     )
                     todo.appendleft(chunk)
                 except ray.exceptions.RayTaskError as failed:
@@ -389,18 +380,18 @@ def connect(address: str) -> bool:
     reachable(address)
     try:
         ray.init(
-            address=address,
-            include_dashboard=False if local else None,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            configure_logging=True,
+            address=address, include_dashboard=False if local else None, log_to_driver=False,
+            logging_level=logging.ERROR, configure_logging=True,
         )
     except ValueError as failed:  # a malformed address
         raise UsageError(f"--ray {address}: {_first_line(failed)}") from None
     except (ConnectionError, RuntimeError) as failed:
         message = _first_line(failed)
         if "Could not find any running Ray instance" in message:
-            message = "no running Ray cluster found here (start one with `ray start --head`, or use --ray local)"
+            message = (
+                "no running Ray cluster found here (start one with `ray start --head`, or use "
+                "--ray local)"
+            )
         elif "RAY_AUTH_MODE" not in os.environ and not local and address != "auto":
             message += (
                 "; a cluster with token authentication needs RAY_AUTH_MODE=token with an explicit "
@@ -416,7 +407,8 @@ def _first_line(failed: BaseException) -> str:
 
 
 def reachable(address: str) -> None:
-    """A HOST:PORT that refuses connections fails here at once (ray.init would retry for minutes)."""
+    """A HOST:PORT that refuses connections fails here at once (ray.init would retry for
+    minutes)."""
     import socket
 
     host, _, port = address.removeprefix("ray://").rpartition(":")
@@ -432,16 +424,8 @@ def reachable(address: str) -> None:
 
 @contextmanager
 def ray_runner(
-    address: str,
-    workers: int | None,
-    pool: Pool,
-    tasks: Sequence[Task],
-    *,
-    threads: int,
-    coordinators: dict[str, Any],
-    backbone_sha256: str,
-    caches: Any,
-    warn: Callable[[str], None],
+    address: str, workers: int | None, pool: Pool, tasks: Sequence[Task], *, threads: int,
+    coordinators: dict[str, Any], backbone_sha256: str, caches: Any, warn: Callable[[str], None],
 ) -> Iterator[RayRunner]:
     """A RayRunner for the run, its keeper on this node; everything is shut down on exit.
 
@@ -459,8 +443,7 @@ def ray_runner(
         )
         n_threads = max(1, int(cpus))
         paths = {
-            "replies": str(caches.responses.path),
-            "grades": _str(caches.grader.path),
+            "replies": str(caches.responses.path), "grades": _str(caches.grader.path),
             "states": _str(caches.memo_path),
         }
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)

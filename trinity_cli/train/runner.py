@@ -37,9 +37,8 @@ class Episode:
     policy: Any
     max_turns: int
     agents: tuple[int, ...] | None = None  # indices into Players.agents; None: all of them
-    reader: str | None = (
-        None  # the transcript format of the coordinator the policy reads; None: none
-    )
+    # the transcript format of the coordinator the policy reads; None: it reads no states
+    transcript_format: str | None = None
     sample_seed: tuple[int, ...] | None = None
 
     @property
@@ -48,16 +47,12 @@ class Episode:
 
     def run(self, players: Players) -> Outcome:
         agents = players.agents if self.agents is None else [players.agents[i] for i in self.agents]
-        coordinator = None if self.reader is None else players.coordinators[self.reader]
+        coordinator = (
+            None if self.transcript_format is None else players.coordinators[self.transcript_format]
+        )
         return play(
-            self.task,
-            agents,
-            coordinator,
-            self.policy,
-            players.grader,
-            max_turns=self.max_turns,
-            sample_seed=self.sample_seed,
-            budget=players.budget,
+            self.task, agents, coordinator, self.policy, players.grader, max_turns=self.max_turns,
+            sample_seed=self.sample_seed, budget=players.budget,
         )
 
 
@@ -77,13 +72,8 @@ class OracleTask:
         usd, turns, expected = 0.0, 0, 0.0
         for plan in self.plans:
             outcome = play(
-                self.task,
-                players.agents,
-                None,
-                PlanPolicy(len(players.agents), plan),
-                players.grader,
-                max_turns=len(plan),
-                budget=players.budget,
+                self.task, players.agents, None, PlanPolicy(len(players.agents), plan),
+                players.grader, max_turns=len(plan), budget=players.budget,
             )
             usd += outcome.usd
             turns += outcome.turns
@@ -114,9 +104,7 @@ class LocalRunner:
     workers: int = 1
 
     def map(
-        self,
-        units: Sequence[Unit],
-        budget: Budget | None,
+        self, units: Sequence[Unit], budget: Budget | None,
         on_result: Callable[[], None] = lambda: None,
     ) -> list[Any]:
         players = replace(self.players, budget=budget)

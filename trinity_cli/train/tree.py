@@ -60,13 +60,13 @@ class Node:
 @dataclass(frozen=True)
 class Grow:
     """A runner unit: the node after `parent` and `step` (`parent` None: the root), with its
-    coordinator state when `reader` is set and the episode goes on; `step` None with a parent:
-    that node again, now with its state."""
+    coordinator state when `transcript_format` is set and the episode goes on; `step` None with
+    a parent: that node again, now with its state."""
 
     task: Task
     max_turns: int
     agents: tuple[int, ...] | None
-    reader: str | None
+    transcript_format: str | None
     parent: EpisodeState | None = None
     step: Step | None = None
 
@@ -78,9 +78,7 @@ class Grow:
         agents = players.agents if self.agents is None else [players.agents[i] for i in self.agents]
         if self.parent is None:
             state = new_state(
-                self.task.problem,
-                [a.name for a in agents],
-                self.max_turns,
+                self.task.problem, [a.name for a in agents], self.max_turns,
                 role_mask([a.roles for a in agents]),
             )
         else:
@@ -89,23 +87,16 @@ class Grow:
             )
         if self.step is not None:
             take_turn(
-                state,
-                step_decision(state, self.step),
-                agents[self.step[0]],
+                state, step_decision(state, self.step), agents[self.step[0]],
                 players.budget or Budget(),
             )
         outcome = outcome_of(
-            self.task,
-            agents,
-            state.verdict or TURN_LIMIT,
-            state.records,
-            state.transcript.latest_answer,
-            sum(r.usd for r in state.records),
-            players.grader,
+            self.task, agents, state.verdict or TURN_LIMIT, state.records,
+            state.transcript.latest_answer, sum(r.usd for r in state.records), players.grader,
         )
         hidden = None
-        if self.reader is not None and not state.done:
-            hidden = players.coordinators[self.reader].encode(state.transcript).hidden
+        if self.transcript_format is not None and not state.done:
+            hidden = players.coordinators[self.transcript_format].encode(state.transcript).hidden
         return Node(state, outcome, hidden)
 
 
@@ -114,15 +105,9 @@ def step_decision(state: EpisodeState, step: Step) -> Decision:
     it keeps no policy's probabilities)."""
     agent, role = step
     return Decision(
-        turn=state.next_turn,
-        agent_index=agent,
-        agent=state.agent_names[agent],
-        role=ROLE_ORDER[role],
-        role_source="head" if state.role_override is None else "thinker",
-        agent_probs=(),
-        role_probs=(),
-        coordinator_seconds=0.0,
-        coordinator_tokens=0,
+        turn=state.next_turn, agent_index=agent, agent=state.agent_names[agent],
+        role=ROLE_ORDER[role], role_source="head" if state.role_override is None else "thinker",
+        agent_probs=(), role_probs=(), coordinator_seconds=0.0, coordinator_tokens=0,
     )
 
 
@@ -136,12 +121,12 @@ class _Walk:
 
 @dataclass
 class Forest:
-    """The trees of a run's tasks (per task and set of agents), up to `max_turns`; `reader` is
-    the transcript format of the coordinator whose states the policies read."""
+    """The trees of a run's tasks (per task and set of agents), up to `max_turns`;
+    `transcript_format` is that of the coordinator whose states the policies read."""
 
     runner: Runner
     max_turns: int
-    reader: str | None = None
+    transcript_format: str | None = None
     trees: dict[TreeKey, dict[Path, Node]] = field(default_factory=dict)
     grown: int = 0  # nodes made (agent calls, and encodings where a policy read the state)
     encoded: int = 0
@@ -168,9 +153,7 @@ class Forest:
                 grow = self._advance(walk)
                 if grow is not None:
                     key = (
-                        (walk.episode.task_id, walk.episode.agents),
-                        walk.path,
-                        grow.step is None,
+                        (walk.episode.task_id, walk.episode.agents), walk.path, grow.step is None,
                     )
                     wanted.setdefault(key, grow)
             if not wanted:
@@ -211,12 +194,8 @@ class Forest:
                 self.trees.setdefault(tree, {})[()] = root  # no call: nothing to pay
             units = [
                 Grow(
-                    by_id[tree[0]],
-                    self.max_turns,
-                    tree[1],
-                    None,
-                    self.trees[tree][path[:-1]].state,
-                    path[-1],
+                    by_id[tree[0]], self.max_turns, tree[1], None,
+                    self.trees[tree][path[:-1]].state, path[-1],
                 )
                 for tree, path in level
             ]
@@ -258,19 +237,18 @@ class Forest:
             if node is None:
                 parent = tree.get(walk.path[:-1]) if walk.path else None
                 return Grow(
-                    episode.task,
-                    self.max_turns,
-                    episode.agents,
-                    self.reader if reads else None,
-                    None if parent is None else parent.state,
-                    walk.path[-1] if walk.path else None,
+                    episode.task, self.max_turns, episode.agents,
+                    self.transcript_format if reads else None,
+                    None if parent is None else parent.state, walk.path[-1] if walk.path else None,
                 )
             state = node.state
             if state.done or len(state.records) >= episode.max_turns:
                 walk.outcome = node.outcome
                 return None
             if reads and node.hidden is None:
-                return Grow(episode.task, self.max_turns, episode.agents, self.reader, state)
+                return Grow(
+                    episode.task, self.max_turns, episode.agents, self.transcript_format, state
+                )
             draws = (
                 None if walk.rng is None else (float(walk.rng.random()), float(walk.rng.random()))
             )

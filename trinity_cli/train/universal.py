@@ -49,12 +49,8 @@ def start_role(turn: int) -> Role:
 
 
 def input_space(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    coordinator: Any,
-    components: int,
-    skill_weight: float = 1.0,
-    max_turns: int = 1,
+    tasks: Sequence[Task], agents: Sequence[Any], coordinator: Any, components: int,
+    skill_weight: float = 1.0, max_turns: int = 1,
 ) -> UniversalHead:
     """The starting head, with its basis (what profiles are measured in), and one turn indicator
     per turn: `loop:` of the best agent by profile. On a Worker's turn (`start_role`) each agent's
@@ -71,8 +67,7 @@ def input_space(
     size = k + PROFILE_EXTRA
     assert linear.basis is not None
     w, u, roles = (
-        np.zeros((k + max_turns, size)),
-        np.zeros(size),
+        np.zeros((k + max_turns, size)), np.zeros(size),
         np.full((len(ROLE_ORDER), k + max_turns), -ROLE_MARGIN),
     )
     w[:k, PROFILE_EXTRA:] = skill_weight * np.eye(k)
@@ -89,10 +84,7 @@ def input_space(
 
 
 def measure_profiles(
-    agents: Sequence[Any],
-    calibration: Sequence[Task],
-    coordinator: Any,
-    head: UniversalHead,
+    agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any, head: UniversalHead,
     grader: Grader,
 ) -> list[Profile]:
     states = problem_states(calibration, coordinator, head)
@@ -103,17 +95,9 @@ def measure_profiles(
 
 
 def train_universal(
-    tasks: Sequence[Task],
-    agents: Sequence[Any],
-    calibration: Sequence[Task],
-    coordinator: Any,
-    grader: Grader,
-    settings: TrainSettings,
-    checkpoint_file: Path,
-    *,
-    pool_sizes: tuple[int, int] = (2, 6),
-    skill_weight: float = 1.0,
-    resume: bool = False,
+    tasks: Sequence[Task], agents: Sequence[Any], calibration: Sequence[Task], coordinator: Any,
+    grader: Grader, settings: TrainSettings, checkpoint_file: Path, *,
+    pool_sizes: tuple[int, int] = (2, 6), skill_weight: float = 1.0, resume: bool = False,
 ) -> UniversalResult:
     if settings.project is None:
         raise ValueError(
@@ -125,14 +109,7 @@ def train_universal(
     profiles = measure_profiles(agents, calibration, coordinator, start, grader)
     draws = PoolDraws(np.array([p.vector() for p in profiles]), *pool_sizes)
     result = train(
-        tasks,
-        agents,
-        coordinator,
-        grader,
-        settings,
-        checkpoint_file,
-        resume=resume,
-        start_head=start,
-        pools=draws,
+        tasks, agents, coordinator, grader, settings, checkpoint_file, resume=resume,
+        start_head=start, pools=draws,
     )
     return UniversalResult(result.head, result)  # type: ignore[arg-type]

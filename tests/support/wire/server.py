@@ -49,8 +49,7 @@ class WireServer:
                 raw = self.rfile.read(length)
                 owner.requests.append(
                     {
-                        "path": self.path,
-                        "headers": dict(self.headers),
+                        "path": self.path, "headers": dict(self.headers),
                         "json": json.loads(raw or b"{}"),
                     }
                 )
@@ -114,12 +113,8 @@ def sse(events: list[tuple[str | None, dict]]) -> list[bytes]:
 
 
 def openai_stream(
-    text: str,
-    tokens_in: int = 20,
-    pieces: int = 2,
-    gap_s: float = 0.0,
-    reasoning_tokens: int | None = None,
-    finish: str = "stop",
+    text: str, tokens_in: int = 20, pieces: int = 2, gap_s: float = 0.0,
+    reasoning_tokens: int | None = None, finish: str = "stop",
 ) -> Scripted:
     """An OpenAI chat-completions stream of `text` in `pieces` chunks, the last with the choice's
     `finish` reason ("length": cut at max_tokens), then a usage chunk; as OpenAI does,
@@ -133,8 +128,7 @@ def openai_stream(
                 **base,
                 "choices": [
                     {
-                        "index": 0,
-                        "delta": {"role": "assistant", "content": text[a:b]},
+                        "index": 0, "delta": {"role": "assistant", "content": text[a:b]},
                         "finish_reason": finish if b == len(text) else None,
                     }
                 ],
@@ -144,8 +138,7 @@ def openai_stream(
     ]
     tokens_out = max(1, len(text) // 4) + (reasoning_tokens or 0)
     usage: dict = {
-        "prompt_tokens": tokens_in,
-        "completion_tokens": tokens_out,
+        "prompt_tokens": tokens_in, "completion_tokens": tokens_out,
         "total_tokens": tokens_in + tokens_out,
     }
     if reasoning_tokens is not None:
@@ -159,17 +152,12 @@ def openai_stream(
 def openai_json(text: str, tokens_in: int = 20) -> Scripted:
     """A plain (non-streamed) OpenAI chat completion of `text`."""
     body = {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
+        "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         ],
         "usage": {
-            "prompt_tokens": tokens_in,
-            "completion_tokens": 5,
-            "total_tokens": tokens_in + 5,
+            "prompt_tokens": tokens_in, "completion_tokens": 5, "total_tokens": tokens_in + 5,
         },
     }
     return Scripted(200, json.dumps(body).encode())
@@ -186,16 +174,12 @@ def openai_reasoning_check(body: dict) -> Scripted | None:
     if "max_tokens" in body:
         return openai_error(
             "Unsupported parameter: 'max_tokens' is not supported with this model. "
-            "Use 'max_completion_tokens' instead.",
-            "max_tokens",
-            "unsupported_parameter",
+            "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter",
         )
     if body.get("temperature", 1) != 1:
         return openai_error(
             f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
-            "model. Only the default (1) value is supported.",
-            "temperature",
-            "unsupported_value",
+            "model. Only the default (1) value is supported.", "temperature", "unsupported_value",
         )
     return None
 
@@ -207,7 +191,8 @@ def openai_error(message: str, param: str, code: str, status: int = 400) -> Scri
 
 
 def gemini_chunk(text: str, usage: dict | None = None, finish: str = "STOP") -> dict:
-    """A Gemini streamed response chunk; the one with usage is the stream's last, with the candidate's `finish` reason."""
+    """A Gemini streamed response chunk; the one with usage is the stream's last, with the
+    candidate's `finish` reason."""
     out = {
         "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
         "modelVersion": "gemini-test",

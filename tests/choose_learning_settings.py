@@ -7,8 +7,10 @@ agent; ties: the first in grid order, the cheaper) to
 tests/learning_settings.json. The suite then trains once at the chosen settings and scores the
 test split once (tests/test_train.py).
 
-    python scripts/choose_learning_settings.py               # the grid: about 15 minutes on 2 cores
-    python scripts/choose_learning_settings.py --score-test  # once: the chosen settings on the test split
+    # the grid: about 10 minutes on one core
+    python tests/choose_learning_settings.py
+    # once: the chosen settings on the test split
+    python tests/choose_learning_settings.py --score-test
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 from support.learning import (
     SETTINGS_FILE,
@@ -47,11 +48,8 @@ SIM_POOL = ROOT / "examples" / "sim-pool.toml"
 # components, the plain start, the smaller σ0, fewer generations).
 BASE = {"max_turns": 1, "popsize": 16}
 GRID = {
-    "project": [8, 16, 32, 64],
-    "imitate": ["best-fixed", "routed"],
-    "sigma0": [0.1, 0.3],
-    "generations": [30, 60],
-    "seed": [0, 1],
+    "project": [8, 16, 32, 64], "imitate": ["best-fixed", "routed"], "sigma0": [0.1, 0.3],
+    "generations": [30, 60], "seed": [0, 1],
 }
 
 
@@ -73,19 +71,11 @@ def main() -> None:
         settings = TrainSettings(**BASE, **dict(zip(GRID, values)))
         started = time.perf_counter()
         scored = train_and_score(
-            pool,
-            tasks,
-            fit,
-            validation,
-            coordinator,
-            grader,
-            settings,
-            scratch / f"run-{len(results)}.ckpt",
-            store,
+            pool, tasks, fit, validation, coordinator, grader, settings,
+            scratch / f"run-{len(results)}.ckpt", store,
         )
         row = {
-            "settings": asdict(settings),
-            "validation_pass_at_1": round(scored["pass_at_1"], 4),
+            "settings": asdict(settings), "validation_pass_at_1": round(scored["pass_at_1"], 4),
             "best_single": scored["best_single"],
             "best_single_pass_at_1": round(scored["best_single_pass_at_1"], 4),
             "margin_vs_best_single_se": round(scored["margin_vs_best_single"], 3),
@@ -98,11 +88,12 @@ def main() -> None:
     SETTINGS_FILE.write_text(
         json.dumps(
             {
-                "how": "scripts/choose_learning_settings.py: train on the train split minus its validation slice, "
-                "score the validation slice; chosen = largest margin over the best single agent",
-                "fit_tasks": len(fit),
-                "validation_tasks": len(validation),
-                "grid": results,
+                "how": (
+                    "tests/choose_learning_settings.py: train on the train split minus its "
+                    "validation slice, score the validation slice; chosen = largest margin over "
+                    "the best single agent"
+                ),
+                "fit_tasks": len(fit), "validation_tasks": len(validation), "grid": results,
                 "chosen": best["settings"],
             },
             indent=2,
@@ -120,29 +111,25 @@ def score_test(pool, tasks, fit, coordinator, grader, store, scratch: Path) -> N
         pool, tasks, fit, test, coordinator, grader, settings, scratch / "test.ckpt", store
     )
     control = train_and_score(
-        pool,
-        tasks,
-        fit,
-        test,
-        PermutedCoordinator(coordinator, tasks),
-        grader,
-        settings,
-        scratch / "permuted.ckpt",
-        store,
+        pool, tasks, fit, test, PermutedCoordinator(coordinator, tasks), grader, settings,
+        scratch / "permuted.ckpt", store,
     )
     print("| policy | pass@1 | 95% CI | $/task | mean turns |\n|---|---|---|---|---|")
     rows = [*trained["rows"].values(), control["rows"]["trained"]]
     for name, row in zip([*trained["rows"], "permuted control"], rows):
         lo, hi = row.ci95()
         print(
-            f"| `{name}` | {row.pass_at_1:.3f} | {lo:.2f}–{hi:.2f} | {row.usd_per_task:.5f} | {row.mean_turns:.2f} |"
+            f"| `{name}` | {row.pass_at_1:.3f} | {lo:.2f}–{hi:.2f} | {row.usd_per_task:.5f} "
+            f"| {row.mean_turns:.2f} |"
         )
     passes = trained["rows"]["trained"].passes
     print(
-        f"\ntest tasks {len(test)}; paired margins in SE: vs best single ({trained['best_single']}) "
+        f"\ntest tasks {len(test)}; paired margins in SE: "
+        f"vs best single ({trained['best_single']}) "
         f"{trained['margin_vs_best_single']:.2f}, vs random {trained['margin_vs_random']:.2f}, "
         f"vs permuted control {paired_margin(passes, control['rows']['trained'].passes):.2f}; "
-        f"rel_err_reduction_vs_best_single {trained['report']['rel_err_reduction_vs_best_single']:.4f}"
+        "rel_err_reduction_vs_best_single "
+        f"{trained['report']['rel_err_reduction_vs_best_single']:.4f}"
     )
 
 
