@@ -89,9 +89,10 @@ FUNCTIONAL = {  # name: (func_name, statement, starter code, public cases, priva
     ),
 }
 TOLERANCE = {"average_speed": 1e-6}  # plain layout: stated outright (the statement says it too)
+# LCB layout: private tests as a JSON string, not pickled
 PLAIN_JSON_PRIVATE = {
     "lamps", "running_balance",
-}  # LCB layout: private tests as a JSON string, not pickled
+}
 
 
 def compressed(cases: list[dict[str, str]]) -> str:

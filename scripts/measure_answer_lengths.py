@@ -44,9 +44,10 @@ def answer_tokens(model: Model, raw: str, tokens_out: int) -> int:
     parts = TOP_LEVEL.split(raw, maxsplit=1)
     if len(parts) == 1:  # a stop string or the model's end ended generation
         return tokens_out
+    # through the newline and the unindented line's first character
     ended = raw[
         : len(parts[0]) + 2
-    ]  # through the newline and the unindented line's first character
+    ]
     return len(model.tokenize(ended, bos=False))
 
 

@@ -35,9 +35,10 @@ def main() -> None:
     agents = run.agents
     forest = new_forest(agents, run.coordinator(), run.caches.grader, args.max_turns)
     plans, outcomes = play_family(forest.play, train, agents, args.max_turns)
+    # plans × tasks
     values = np.array(
         [[o.expected - args.cost_weight * o.usd for o in plan] for plan in outcomes]
-    )  # plans × tasks
+    )
     chosen = choose(plans, outcomes, args.cost_weight)
     best = values[plans.index(chosen.plan)]
     answers = [i for i, plan in enumerate(plans) if len(plan) == 1]  # one Worker answer each

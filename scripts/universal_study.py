@@ -76,15 +76,17 @@ POOL_SPECIFIC = (
     3  # pools that also get a head trained on themselves, with the recorded pools' K and σ0
 )
 POOL_SPECIFIC_SETTINGS = {"project": 4, "sigma0": 0.3}
+# the recorded pools' (not searched)
 SETTINGS = {
     "generations": 30, "popsize": 8, "batch_size": 32, "seed": 0,
-}  # the recorded pools' (not searched)
+}
 GRID = {"project": (2, 4, 8), "sigma0": (0.1, 0.3, 1.0), "skill_weight": (0.0, 1.0)}
 VALIDATION_SALT = "trinity-validation-v1:"
 UNIVERSAL = ROOT / "docs" / "universal"
+# baseline rows per pool (the oracle: from the record)
 MEASURED = (
     "random", "pipeline", "single", "loop", "cascade",
-)  # baseline rows per pool (the oracle: from the record)
+)
 
 
 def setup(scratch: Path):
@@ -253,10 +255,11 @@ def measure_command(args: argparse.Namespace) -> None:
         bound = {
             n: head.for_pool(np.array([profiles[n][m].vector() for m in members])) for n in args.ns
         }
+        # the baselines do not depend on n: once per pool
         report = evaluate(
             test, pool_agents, [HeadUnderTest(f"n{n}", bound[n], coordinator) for n in args.ns],
             grader, max_turns=args.max_turns, baselines=MEASURED,
-        )  # the baselines do not depend on n: once per pool
+        )
         rows = {r.policy: r for r in report.pop("_rows")}
         oracle = [
             max(
@@ -358,9 +361,10 @@ def report_command(args: argparse.Namespace) -> None:
             f"{np.mean([c['best_usd'] for c in cells]):.5f}",
         ]
         if data["max_turns"] > 1:
+            # each test task's difference, over the pools
             by_task = np.mean(
                 [c["diff_vs_loop"] for c in cells], axis=0
-            )  # each test task's difference, over the pools
+            )
             row += [
                 f"{np.mean([c['best_loop'] for c in cells]):.3f}",
                 f"{np.mean([c['best_loop_usd'] for c in cells]):.5f}",

@@ -75,9 +75,10 @@ def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(traine
     rows = {r["policy"]: r for r in report["rows"]}
     assert report["max_turns"] == 3  # the head's, as trained
     assert {"loop:cheap", "loop:dear", "best-fixed"} <= set(rows)
+    # the repair round passes
     assert (
         rows["single:cheap"]["pass_at_1"] < 1.0 == rows["loop:cheap"]["pass_at_1"]
-    )  # the repair round passes
+    )
     # every plan passes every train task but the lone cheap answer; the cheapest of those is
     # cheap's own loop
     assert report["best_fixed"] == {
@@ -85,9 +86,10 @@ def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(traine
         "train_tasks": len(TRAIN), "cost_weight": 2.5,
     }
     assert 0.9 < report["best_fixed"]["train_fitness"] < 1.0  # pass@1 1.0 less 2.5 × its small $
+    # the same plan, played the same
     assert rows["best-fixed"] == {
         **rows["loop:cheap"], "policy": "best-fixed",
-    }  # the same plan, played the same
+    }
     # the plan train saved is best-fixed at the head's cost weight: the same row, and no margin
     # between them
     assert (
@@ -107,9 +109,10 @@ def test_eval_compares_with_loop_and_best_fixed_chosen_on_the_train_split(traine
         ).stdout
     )
     assert weighted["best_fixed"]["cost_weight"] == 0.0 and weighted["max_turns"] == 1
+    # one turn: one answer, the one always right
     assert weighted["best_fixed"]["plan"] == [
         ["dear", "worker"]
-    ]  # one turn: one answer, the one always right
+    ]
 
 
 def test_solve_routes_with_the_plan_train_saved_beside_its_head(trained):
@@ -121,12 +124,14 @@ def test_solve_routes_with_the_plan_train_saved_beside_its_head(trained):
         cwd=trained,
     )
     final = json.loads(result.stdout)
+    # wrong, rejected, repaired
     assert [
         [t["agent"], t["role"]] for t in final["turns"]
-    ] == LOOP_CHEAP  # wrong, rejected, repaired
+    ] == LOOP_CHEAP
+    # no turn left for a Verifier
     assert (
         final["verdict"] == "turn_limit" and final["tests"]["passed"]
-    )  # no turn left for a Verifier
+    )
     assert result.returncode == 6, result.stderr
 
 
@@ -161,17 +166,19 @@ def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limi
     turns = {r["policy"]: r["mean_turns"] for r in report["rows"]}
     assert {"cascade", "loop:cheap", "random"} <= set(turns)
     assert all(t <= 2 for policy, t in turns.items() if not policy.startswith("pipeline:")), turns
+    # 2 turns hold one answer: a Verifier after it could change nothing
     assert (
         turns["cascade"] == 1
-    )  # 2 turns hold one answer: a Verifier after it could change nothing
+    )
     # the first 4 training tasks, in the file's order: cheap is wrong on every other one
     assert {r["policy"]: r["pass_at_1"] for r in report["rows"]}["single:cheap"] == 0.5
+    # no --weights: the head solve would use, here none fits
     unnamed = json.loads(
         trinity(
             "eval", *FLAGS, "--split", "train", "--limit", "2", "--baselines", "none", "--json",
             cwd=recorded,
         ).stdout
-    )  # no --weights: the head solve would use, here none fits
+    )
     assert [r["policy"] for r in unnamed["rows"]] == ["fallback"] and unnamed["tasks"] == 2
     line = next(x for x in result.stderr.splitlines() if x.startswith("fallback"))
     best = max(
@@ -195,9 +202,10 @@ def test_eval_limit_takes_the_first_tasks_and_every_baseline_keeps_the_turn_limi
             "single", "--json", cwd=recorded,
         ).stdout
     )
+    # task 0, the file's first
     assert {r["policy"]: r["pass_at_1"] for r in first["rows"]}[
         "single:cheap"
-    ] == 0.0  # task 0, the file's first
+    ] == 0.0
 
 
 def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
@@ -219,14 +227,16 @@ def test_eval_dry_run_counts_every_rows_episodes_and_calls_nothing(recorded):
     # best-fixed: the 2 + 4 family plans on the 9 train tasks, then the chosen one on the 3 test
     # tasks
     assert lines["best-fixed"].startswith(f"{6 * 9 + 3} episodes")
+    # each Worker alone, then after each Thinker
     assert (
         lines["oracle"] == f"{(2 + 2 * 2) * 3} episodes"
-    )  # each Worker alone, then after each Thinker
+    )
     calls = int(lines["episodes"].split("at most ")[1].split()[0])
     worst = float(lines["worst case"].split()[0].lstrip("$"))
+    # every call bounded at max_tokens, at least
     assert (
         calls > 6 * 9 and worst >= calls * 100 * 1.0 / 1e6
-    )  # every call bounded at max_tokens, at least
+    )
     assert lines["dry run"] == "nothing was called or written"
 
 

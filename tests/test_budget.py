@@ -218,9 +218,10 @@ def test_eval_under_a_budget_stops_with_the_rows_finished_so_far(workdir):
     whole = trinity("eval", *flags, "--json")
     assert whole.returncode == 0, whole.stderr
     full = json.loads(whole.stdout)
+    # 3 agents: 3 loop: rows and cascade included
     assert (
         full["partial"] is False and full["error"] is None and len(full["rows"]) == 13
-    )  # 3 agents: 3 loop: rows and cascade included
+    )
     spent = full["budget"]["spent_usd"]
     limit = f"{spent / 2:.6f}"  # the oracle's plans and every row draw on it: it stops halfway
     result = trinity("eval", *flags, "--json", "--budget-usd", limit)

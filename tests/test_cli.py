@@ -31,9 +31,10 @@ def fast_pool(workdir: Path) -> Path:
 
 @pytest.mark.parametrize("command", every_command(), ids=" ".join)
 def test_every_command_has_help_with_an_example_and_a_place_in_the_readme(command):
+    # solve pool train eval profile bench doctor logs (show stats prune)
     assert (
         len(every_command()) >= 11
-    )  # solve pool train eval profile bench doctor logs (show stats prune)
+    )
     result = trinity(*command, "--help")
     assert (
         result.returncode == 0
@@ -104,9 +105,10 @@ def test_json_carries_agent_and_role_for_every_turn(fast_pool):
     assert data["schema_version"] == 1
     assert data["verdict"] in ("accepted", "turn_limit", "no_answer", "tests_failed")
     assert isinstance(data["usd"], float) and "answer" in data
+    # add.md's doctest
     assert (
         data["tests"]["source"] == "problem examples" and data["tests"]["count"] == 1
-    )  # add.md's doctest
+    )
     if data["verdict"] == "accepted":
         assert data["tests"]["passed"] is True
     assert data["turns"], data
@@ -277,26 +279,30 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     meta = json.loads((workdir / "head.json").read_text())
     assert meta["trained"] is True and len(meta["training"]["history"]) == 2
     training = meta["training"]
+    # one turn: one answer
     assert (
         training["start"]["plan"][0][1] == "worker" and len(training["start"]["plan"]) == 1
-    )  # one turn: one answer
+    )
     assert (
         training["validation"]["folds"] == 2
         and training["validation"]["tasks"] == training["n_tasks"] == 10
     )
+    # --imitate auto: both cross-validated, ...
     assert set(training["starts"]) == {
         "best-fixed", "routed",
-    }  # --imitate auto: both cross-validated, ...
+    }
     chosen = max(training["starts"], key=lambda name: training["starts"][name]["head_fitness"])
     assert training["imitate"] == chosen  # ... the better held-out head's start trained
     assert training["below_start"] == training["validation"]["below_start"]
+    # the start's plan, a routing policy too
     plan = json.loads(
         (workdir / "head-plan.json").read_text()
-    )  # the start's plan, a routing policy too
+    )
     assert plan["kind"] == "plan" and plan["training"]["plan_of"] == "head.npz"
+    # one routes by default
     assert [meta.get("auto_select", True), plan.get("auto_select", True)].count(
         True
-    ) == 1  # one routes by default
+    ) == 1
     assert (workdir / "head.csv").read_text().splitlines()[
         0
     ] == "generation,best,mean,std,spent_usd"
@@ -320,9 +326,10 @@ def test_train_then_eval_on_a_small_task_file(workdir):
     policies = [r["policy"] for r in report["rows"]]
     assert policies[:2] == ["trained", "random"] and policies[-1] == "oracle"
     assert {"pipeline:sim-strings", "single:sim-math", "loop:sim-lists", "cascade"} <= set(policies)
+    # chosen on train: not with --split all
     assert (
         "best-fixed" not in policies and report["best_fixed"] is None
-    )  # chosen on train: not with --split all
+    )
     assert "best-fixed is left out: it is chosen on the train split" in " ".join(
         result.stderr.split()
     )
@@ -332,9 +339,10 @@ def test_train_then_eval_on_a_small_task_file(workdir):
             "policy", "pass_at_1", "ci95", "expected_pass_at_1", "usd_per_task", "mean_turns",
         }
         assert 0 <= row["ci95"][0] <= row["pass_at_1"] <= row["ci95"][1] <= 1
+        # no recorded probabilities here: the expected pass is the pass
         if (
             row["policy"] != "oracle"
-        ):  # no recorded probabilities here: the expected pass is the pass
+        ):
             assert row["expected_pass_at_1"] == row["pass_at_1"]
     assert isinstance(report["rel_err_reduction_vs_best_single"], float)
 

@@ -49,18 +49,20 @@ def test_both_layouts_load_to_the_same_tasks():
     assert len(STDIN) == 11 and len(FUNCTIONAL) == 3
     lines = [json.loads(line) for line in LCB.read_text().splitlines()]
     pickled = [line for line in lines if not line["private_test_cases"].startswith("[")]
+    # LCB's own encoding, decoded as LCB does
     assert len(pickled) == 12 and all(
         pickle.loads(zlib.decompress(base64.b64decode(line["private_test_cases"])))
         for line in pickled
-    )  # LCB's own encoding, decoded as LCB does
+    )
     for task in TASKS:
         assert (
             task.cases is not None and task.cases.public and task.cases.private and task.has_tests
         )
         assert task.test == "" and task.visible_tests == ()
+    # the statement's bound (the plain file states it)
     assert (
         BY_NAME["average_speed"].cases.tolerance == 1e-6
-    )  # the statement's bound (the plain file states it)
+    )
     assert (
         BY_NAME["count_peaks"].entry_point == "countPeaks"
         and BY_NAME["count_peaks"].cases.tolerance is None
@@ -211,9 +213,10 @@ class _Planted:
         return open, (str(self.path), "w")
 
 
+# opcodes GLOBAL, STACK_GLOBAL
 @pytest.mark.parametrize(
     "call,protocol", [("os.system", 0), ("open", 4)]
-)  # opcodes GLOBAL, STACK_GLOBAL
+)
 def test_a_pickle_naming_a_global_is_refused_and_nothing_in_it_runs(workdir, call, protocol):
     control = workdir / "control"
     pickle.loads(pickle.dumps(_Planted(call, control), protocol=protocol))
@@ -249,9 +252,10 @@ def test_a_right_program_passes_every_case_and_a_wrong_one_fails(name):
     assert run_check(task, program(name, "right"))
     wrong = grade(program(name, "wrong"), task_tests(task), task_prelude(task))
     assert not wrong.passed and 0 < wrong.tests_passed < wrong.tests_total == len(task.cases.all)
+    # right on the first case, so the failure is another case's
     assert (
         "case 1 failed" not in wrong.output
-    )  # right on the first case, so the failure is another case's
+    )
 
 
 FORGED = {
@@ -302,18 +306,20 @@ def test_a_function_without_solution_is_called_and_a_missing_one_fails():
 
 
 def test_a_replay_verifier_runs_the_public_cases_and_the_grade_runs_them_all(tmp_path):
+    # wrong on private cases only
     task, wrong = (
         BY_NAME["running_balance"], program("running_balance", "wrong"),
-    )  # wrong on private cases only
+    )
     assert visible_test_verdict(task, wrong).endswith("<verdict>ACCEPT</verdict>")
     assert "passes the task's 2 public tests" in visible_test_verdict(task, wrong)
     assert not run_check(task, wrong)
     grader, public_only = (
         Grader(tmp_path / "grades.sqlite"), replace(task, cases=replace(task.cases, private=())),
     )
+    # the cases are in the key
     assert grader.passes(public_only, wrong) and not grader.passes(
         task, wrong
-    )  # the cases are in the key
+    )
     stdin = BY_NAME["lamps"]
     assert "<verdict>REJECT</verdict>" in visible_test_verdict(stdin, program("lamps", "wrong"))
 
@@ -366,9 +372,10 @@ def test_eval_runs_on_a_livecodebench_file(recorded):
         and rows["single:half"]["pass_at_1"] == 0.0
     )
     assert [task.task_id.split("/")[0] for task in TASKS[:5]] == ["call"] * 3 + ["stdin"] * 2
+    # the file's first five ran: three functional, two stdin
     assert (
         rows["single:mixed"]["pass_at_1"] == 0.4
-    )  # the file's first five ran: three functional, two stdin
+    )
 
 
 def test_train_runs_a_generation_on_a_livecodebench_file(recorded):
@@ -385,6 +392,7 @@ def test_train_runs_a_generation_on_a_livecodebench_file(recorded):
         and training["n_tasks"] == 3
         and training["history"][0]["generation"] == 1
     )
+    # half fails them all
     assert (
         training["start"]["plan"] == [["right", "worker"]] and training["fitness"] == 1.0
-    )  # half fails them all
+    )

@@ -79,9 +79,10 @@ def test_no_color_wins_over_forced_colour(workdir):
     plain = solve_stderr(FORCE_COLOR="1", NO_COLOR="1")
     assert "pool:" in plain.stderr and "\x1b" not in plain.stderr
     assert plain.returncode == forced.returncode
+    # a terminal: the live line, in plain text
     terminal = solve_stderr(
         TTY_COMPATIBLE="1", NO_COLOR="1"
-    )  # a terminal: the live line, in plain text
+    )
     assert "turn  1" in terminal.stderr and not SGR.search(terminal.stderr), terminal.stderr
 
 
@@ -145,9 +146,10 @@ def test_train_dry_run_counts_and_bounds_the_run_without_calling_or_writing(work
         longer = dry_run("--generations", "4", "--popsize", "4", "--folds", "0")
         assert number(longer["search"]) - n == 2 * (number(base["search"]) - n)
         assert number(longer["agent calls"]) - number(base["agent calls"]) == 2 * 4 * 4 * 2
+        # the same batches, twice the candidates
         wider = dry_run(
             "--generations", "2", "--popsize", "8", "--folds", "0"
-        )  # the same batches, twice the candidates
+        )
         assert number(wider["worst case"]) > number(base["worst case"])
         folded = dry_run("--generations", "2", "--popsize", "4", "--folds", "2")
         assert (

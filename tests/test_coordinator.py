@@ -135,9 +135,10 @@ def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(
     coordinator.encode_tokens(ids[:1200])
     try:
         for length, evaluated in [
+            # the transcript goes into the cache, the cue into the copy
             (
                 wrap_at, wrap_at - 1200 + cue,
-            ),  # the transcript goes into the cache, the cue into the copy
+            ),
             (wrap_at + 9, 9 + cue), (wrap_at + 200, 191 + cue),
             (wrap_at + 100, cue),  # a drop inside the ring
             (wrap_at + 2, wrap_at + 2 + cue),  # the drop would wrap around the ring's end: cleared
@@ -391,9 +392,10 @@ def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(
         numerics["llama_cpp"] == llama_cpp.__version__
         and numerics["n_batch"] == coordinator.n_batch
     )
+    # Gemma-3 at batch 256
     assert (
         numerics["swa_ring"] == 768 and numerics["flash_attention"] is False
-    )  # Gemma-3 at batch 256
+    )
     info = llama_cpp.llama_print_system_info().decode()
     assert numerics["cpu_features"] and all(
         f"{name} = 1" in info for name in numerics["cpu_features"].split(",")

@@ -92,9 +92,10 @@ def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(
         workdir, {"OPENAI_API_KEY": KEY},
     )
     terminal = b"".join(data for _, data in chunks)
+    # one Worker turn: the turn limit, an answer
     assert code == 6, terminal.decode(
         errors="replace"
-    )  # one Worker turn: the turn limit, an answer
+    )
     assert stdout == "def add(a: int, b: int) -> int:\n    return a + b\n"  # the answer alone
     early, late = (
         first_seen(chunks, b"read the problem closely"), first_seen(chunks, b"That is all."),
@@ -103,9 +104,10 @@ def test_a_remote_reply_streams_on_the_terminal_while_its_turn_is_in_flight(
     assert early is not None and late is not None and finished is not None, terminal.decode(
         errors="replace"
     )
+    # the first words were on the terminal long before the last came
     assert (
         late - early > GAP_S * 2
-    )  # the first words were on the terminal long before the last came
+    )
     assert early < finished - GAP_S * 2
     assert KEY.encode() not in terminal and b"***" in terminal
 
@@ -114,9 +116,10 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
     workdir, streaming_server
 ):
     plan = openai_stream("First a plan.", pieces=1)
+    # ~10 s: Ctrl-C lands mid-stream on a busy machine too
     slow = openai_stream(
         REPLY, pieces=3 * PIECES, gap_s=GAP_S
-    )  # ~10 s: Ctrl-C lands mid-stream on a busy machine too
+    )
     streaming_server.responses[:] = [plan, slow]
     (workdir / "pool.toml").write_text(
         (workdir / "pool.toml").read_text().replace('roles = ["worker"]\n', "")
@@ -138,9 +141,10 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
         signal.signal(signal.SIGINT, previous)
     os.close(slave)
     chunks: list[bytes] = []
+    # a terminal nobody reads would block the display
     reader = threading.Thread(
         target=drain, args=(master, chunks)
-    )  # a terminal nobody reads would block the display
+    )
     reader.start()
     deadline = time.monotonic() + 120
     while (
@@ -148,9 +152,10 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
         and time.monotonic() < deadline
     ):
         time.sleep(0.05)
+    # the second turn is streaming
     assert b"read the problem closely" in ANSI.sub(
         b"", b"".join(chunks)
-    )  # the second turn is streaming
+    )
     proc.send_signal(signal.SIGINT)  # as Ctrl-C sends
     stdout, _ = proc.communicate(timeout=60)
     reader.join(timeout=10)
@@ -161,9 +166,10 @@ def test_ctrl_c_mid_stream_keeps_the_finished_turns_exits_130_and_gives_the_curs
     assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == [
         "First a plan."
     ]
+    # the live display showed the cursor again
     assert seen.rfind(b"\x1b[?25h") > seen.rfind(
         b"\x1b[?25l"
-    )  # the live display showed the cursor again
+    )
 
 
 def test_verbose_prints_each_turns_text_on_a_pipe_and_redacts_keys(workdir, streaming_server):
@@ -191,9 +197,10 @@ def test_a_local_gguf_reply_streams_on_the_terminal(workdir):
     )
     turn = json.loads(stdout)["turns"][0]
     first = next(line.strip() for line in turn["text"].splitlines() if len(line.strip()) >= 12)[:12]
+    # a reply long enough to stream for a while
     assert code in (0, 6) and turn["tokens_out"] > 48, (
         turn
-    )  # a reply long enough to stream for a while
+    )
     seen, finished = first_seen(chunks, first.encode()), first_seen(chunks, b"tok ")
     assert seen is not None and finished is not None, b"".join(d for _, d in chunks).decode(
         errors="replace"
@@ -213,9 +220,10 @@ def test_eval_shows_which_row_it_is_on_while_it_runs(workdir):
     ]
     chunks, stdout, code = on_a_terminal(args, workdir, {})
     assert code == 0 and json.loads(stdout)["tasks"] == 3
+    # the status line names the rows as they finish
     assert (
         first_seen(chunks, b"eval: single:sim-") is not None
-    )  # the status line names the rows as they finish
+    )
     piped = trinity(*args, cwd=workdir)
     assert piped.returncode == 0 and "eval: " not in piped.stderr  # a pipe gets no status line
 

@@ -38,9 +38,10 @@ def test_accept_ends_the_episode_with_the_latest_worker_answer():
     assert [r.decision.role for r in result.turns] == [T, W, V]
     assert [r.verdict for r in result.turns] == [None, None, "accept"]
     assert len(coordinator.seen) == 3
+    # each decision sees the turns so far
     assert [len(t.turns) for t in coordinator.seen] == [
         0, 1, 2,
-    ]  # each decision sees the turns so far
+    ]
     kinds = [type(e) for e in events]
     assert (
         kinds.count(TurnStarted) == 3
@@ -78,9 +79,10 @@ def test_thinker_tag_overrides_the_heads_role_for_the_next_turn_only():
     result = run_episode(PROBLEM, pool, CountingCoordinator(), policy, max_turns=3)
     sources = [(r.decision.role, r.decision.role_source) for r in result.turns]
     assert sources == [(T, "head"), (W, "thinker"), (V, "head")]
+    # role forced: agent prob only
     assert result.turns[1].decision.probability == pytest.approx(
         0.9
-    )  # role forced: agent prob only
+    )
 
 
 def test_malformed_verdict_is_a_rejection_not_a_crash():

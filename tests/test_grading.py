@@ -88,9 +88,10 @@ def test_a_hostile_answer_with_a_wrong_body_scores_zero(name):
 def test_the_same_answers_with_a_right_body_pass():
     right = "def half(x):\n    return x / 2\n"
     assert run_check(TASK, right)
+    # its own view only
     assert run_check(
         TASK, "import builtins\nbuiltins.abs = lambda x: 0\n" + right
-    )  # its own view only
+    )
     assert run_check(TASK, f"import sys\n{right}if __name__ == '__main__':\n    sys.exit(1)\n")
 
 
@@ -116,9 +117,10 @@ def test_a_grade_cached_by_an_older_grader_is_not_reused(tmp_path, monkeypatch):
 
     path, answer = tmp_path / "grades.sqlite", HOSTILE["sys.exit(0) at import"]
     monkeypatch.setattr(grading, "GRADER_VERSION", 1)
+    # the old rule's verdict
     monkeypatch.setattr(
         grading, "run_check", lambda task, answer, timeout_s: True
-    )  # the old rule's verdict
+    )
     assert Grader(path).passes(TASK, answer)
     same_version = Grader(path)
     assert same_version.passes(TASK, answer) and same_version.runs == 0

@@ -61,14 +61,16 @@ def test_each_step_wins_over_the_ones_after_it(heads, tmp_path, monkeypatch):
     assert choice.source == str(SHIPPED_SIM) and "shipped head" in choice.reason and not warnings
 
     newest = copy_head(user_heads_dir() / "b-newer.npz", "2031-01-01T00:00:00+00:00")
+    # written last, dated earlier
     copy_head(
         user_heads_dir() / "c-older.npz", "2029-01-01T00:00:00+00:00"
-    )  # written last, dated earlier
+    )
     hidden = copy_head(user_heads_dir() / "d-hidden.npz", "2032-01-01T00:00:00+00:00")
     meta = json.loads(hidden.with_suffix(".json").read_text())
+    # only when named
     hidden.with_suffix(".json").write_text(
         json.dumps({**meta, "auto_select": False})
-    )  # only when named
+    )
     choice, _ = choose(pool)
     assert choice.source == str(newest) and "user head" in choice.reason
     assert choose(pool, "d-hidden")[0].source == str(hidden)
@@ -142,17 +144,19 @@ def test_train_writes_to_the_user_heads_folder_and_solve_then_uses_that_head(wor
     assert second.is_file()
 
     report = json.loads(trinity("pool", "--pool", str(SIM_POOL), "--json").stdout)
+    # the newest, even when both carry the same second
     assert report["policy"]["source"] == str(
         second
-    )  # the newest, even when both carry the same second
+    )
     assert "user head" in report["policy"]["reason"]
     shown = trinity("pool", "--pool", str(SIM_POOL))
     assert "policy: " + str(second) in " ".join(shown.stderr.split())
     (workdir / "p.md").write_text(tasks[0].prompt)
     solved = trinity("solve", "p.md", "--pool", str(SIM_POOL), "--max-turns", "1", "--no-tests")
+    # its short name; -v shows the path
     assert f"policy: {second.name} " in " ".join(
         solved.stderr.split()
-    )  # its short name; -v shows the path
+    )
     solved = trinity(
         "solve", "p.md", "--pool", str(SIM_POOL), "--max-turns", "1", "--no-tests", "-v"
     )
@@ -169,9 +173,10 @@ def test_pool_exits_3_when_the_head_solve_would_use_cannot_be_used(workdir):
         "solve would stop: weights nope.npz: no such file ("
     )
     assert trinity("pool", "--pool", str(SIM_POOL), "--weights", "sim-pool").returncode == 0
+    # does not fit
     assert (
         trinity("pool", "--pool", str(SIM_POOL), "--weights", "default-offline").returncode == 3
-    )  # does not fit
+    )
 
 
 def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
@@ -191,6 +196,7 @@ def test_the_rule_is_written_once_and_quoted_by_the_help_and_the_readme():
         "README.md": (EXAMPLES.parent / "README.md").read_text(),
     }
     for where, text in quoted.items():
+        # the same words in the same order, however wrapped
         assert RULE in " ".join(text.split()), (
             where
-        )  # the same words in the same order, however wrapped
+        )

@@ -8,9 +8,10 @@ from trinity_cli.core.head import N_ROLES
 from trinity_cli.train.imitate import fit_steps, input_space
 
 N_AGENTS, D, TURNS = 3, 16, 4
+# turn → (agent, role): Worker, Verifier, another Worker, Verifier
 PLAN = {
     1: (0, 1), 2: (2, 2), 3: (1, 1), 4: (2, 2),
-}  # turn → (agent, role): Worker, Verifier, another Worker, Verifier
+}
 
 
 OFF_CENTRE = 3.0 * np.random.default_rng(9).normal(size=D)  # as real hidden states are
@@ -33,9 +34,10 @@ def test_a_plan_the_same_on_every_task_is_played_by_the_turn_weights_on_any_stat
     assert not head.weights[:, : head.n_features].any()  # the state's part is zero
     unseen = 10.0 * rng.normal(size=(200, D))  # far from every state it was fitted on
     assert all(choice(head, s, t) == PLAN[t] for s in unseen for t in PLAN)
+    # a turn past the indicators counts as the last
     assert (
         choice(head, unseen[0], 9) == PLAN[TURNS]
-    )  # a turn past the indicators counts as the last
+    )
 
 
 def test_what_depends_on_the_state_is_left_to_the_state_weights():

@@ -48,9 +48,10 @@ from trinity_cli.train.crossval import starts
 from trinity_cli.train.es import IMITATE, TrainSettings, new_forest, plan_start, train
 from trinity_cli.train.runner import Episode
 
+# `trinity train`'s defaults, at the record's three turns, ...
 SETTINGS = TrainSettings(
     max_turns=3
-)  # `trinity train`'s defaults, at the record's three turns, ...
+)
 # ... and its --imitate auto: each start cross-validated, the better one trained
 FOLDS = 5
 
@@ -123,9 +124,10 @@ def test_the_best_fixed_start_plays_best_fixed(kinds):
     assert start.agreement == 1.0  # every decision of the plan, on every training task
     assert start.fitness == start.plan_fitness
     forest, plan = kinds["forest"], PlanPolicy(2, start.plan.plan)
+    # the same steps, task by task, also on tasks it never saw
     for task in (
         kinds["train"] + kinds["test"]
-    ):  # the same steps, task by task, also on tasks it never saw
+    ):
         head_steps = [
             step
             for _, step in forest.steps(
@@ -134,9 +136,10 @@ def test_the_best_fixed_start_plays_best_fixed(kinds):
         ]
         assert head_steps == [step for _, step in forest.steps(Episode(task, plan, 3))]
     state_part = start.head.weights[:, : start.head.n_features]
+    # the plan is in the turn indicators alone
     assert (
         start.head.turn_features == 3 and not state_part.any()
-    )  # the plan is in the turn indicators alone
+    )
 
 
 def test_cross_validation_starts_from_the_plan_read_from_the_task(kinds):
@@ -159,13 +162,14 @@ def test_a_head_that_reads_the_task_beats_best_fixed_on_held_out_tasks(kinds):
     assert validation.differing >= 20  # it routes: its choices differ from the plan's on many tasks
     assert not validation.below_start
     margin = paired_margin(rows["trained"].passes, rows["best-fixed"].passes)
+    # docs/measurements.md
     print(
         f"kinds record: held out {validation.head_fitness:.3f} "
         f"vs best-fixed {validation.plan_fitness:.3f} "
         f"({validation.margin_se:+.2f} SE, "
         f"{validation.differing} of {len(validation.task_ids)} differ); test "
         f"{rows['trained'].pass_at_1:.3f} vs {rows['best-fixed'].pass_at_1:.3f} ({margin:+.2f} SE)"
-    )  # docs/measurements.md
+    )
     assert rows["trained"].pass_at_1 > rows["best-fixed"].pass_at_1 and margin >= 1, kinds["report"]
     assert kinds["report"]["best_fixed"]["train_tasks"] == len(kinds["train"])
 

@@ -83,9 +83,10 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     }
     assert run["problem"] == "Add"  # its first line, the heading's marks dropped
     assert "Add" in trinity("logs").stderr
+    # of the text as read
     assert (
         run["problem_sha256"] == hashlib.sha256(PROBLEM_MD.encode()).hexdigest()
-    )  # of the text as read
+    )
     with RunLog.open() as log:
         assert (
             log.get_run(run["id"]).row["problem"]
@@ -97,9 +98,10 @@ def test_a_solve_is_logged_and_show_replays_it_as_drawn(server):
     assert shown.returncode == 0 and json.loads(shown.stdout) == json.loads(solved.stdout)
     replayed = trinity("logs", "show", str(run["id"]))
     assert replayed.returncode == 0
+    # line for line, as `solve -v` drew it
     assert (
         replayed.stderr == solved.stderr and "turn  3" in replayed.stderr
-    )  # line for line, as `solve -v` drew it
+    )
     assert PLAN in replayed.stderr and "return a + b" in replayed.stderr  # each turn's text
     assert replayed.stdout == "def add(a, b):\n    return a + b\n"
 
@@ -183,9 +185,10 @@ def test_two_solves_at_once_are_both_logged(server):
     runs = runs_in_log()
     assert [(r["verdict"], r["turns"]) for r in runs] == [("accepted", 3), ("accepted", 3)]
     db = sqlite3.connect(default_path())
+    # readers never wait for a writer
     assert (
         db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    )  # readers never wait for a writer
+    )
     db.close()
 
 
@@ -300,9 +303,10 @@ def test_an_older_log_migrates_and_keeps_its_rows(home):
     )
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
     assert db.execute("SELECT id, note FROM runs").fetchall() == [(1, "kept"), (run_id, "kept")]
+    # done already: not again
     migrate(
         db, [*MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT",)]
-    )  # done already: not again
+    )
     db.close()
 
 
@@ -333,13 +337,15 @@ def pool():
 def logged_episode(plan: list[tuple[int, Role]], replies: list[str]) -> RunLogSink:
     """A real episode of the loop (scripted agents) through the same sink `solve` uses."""
     warnings: list[str] = []
+    # the stored result is what `solve --json` prints
     sink = RunLogSink.start(
         PROBLEM_MD, pool(), "scripted head", final=lambda r: episode_json(r, ["alpha", "beta"]),
         warn=warnings.append,
-    )  # the stored result is what `solve --json` prints
+    )
+    # both agents answer from one script
     provider = ScriptedProvider(
         list(replies), price_per_call=0.01
-    )  # both agents answer from one script
+    )
     agents = [Agent(name, provider, 100) for name in ("alpha", "beta")]
     run_episode(
         Problem.from_markdown(PROBLEM_MD), agents, CountingCoordinator(),
@@ -368,9 +374,10 @@ def zone(request, home):
 
 
 def test_list_filters_by_verdict_agent_since_and_count(zone):
+    # alpha writes, beta accepts
     accepted = logged_episode(
         [(0, W), (1, V)], [ANSWER, ACCEPT]
-    ).run_id  # alpha writes, beta accepts
+    ).run_id
     turn_limit = logged_episode([(1, T), (1, W)], [PLAN, ANSWER]).run_id  # beta only
     new_year = datetime(2020, 1, 1).astimezone()  # local midnight, stored in UTC as a run's time is
     with RunLog.open() as log:
@@ -392,9 +399,10 @@ def test_list_filters_by_verdict_agent_since_and_count(zone):
     assert ids("--since", "2021-06-01") == [turn_limit] and ids("--since", "2019-12-31T23:00") == [
         turn_limit, accepted,
     ]
+    # local time: half an hour after the run
     assert ids("--since", "2020-01-01T00:30") == [
         turn_limit
-    ]  # local time: half an hour after the run
+    ]
     assert ids("-n", "1") == [turn_limit]
     listed = trinity("logs")
     assert listed.returncode == 0 and "turn_limit" in listed.stderr and "accepted" in listed.stderr
@@ -494,9 +502,10 @@ def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
 
     from trinity_cli.tasks.taskset import load_humaneval, select_split
 
+    # the fewest a train takes: seconds, not a minute
     tasks = select_split(load_humaneval(), "train")[
         :2
-    ]  # the fewest a train takes: seconds, not a minute
+    ]
     write_tasks(workdir / "tasks.jsonl", tasks)
     flags = [
         "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--generations", "1", "--popsize", "2",

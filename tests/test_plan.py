@@ -15,9 +15,10 @@ from trinity_cli.train.plan import longest_prompt, plan_training
 def test_no_request_is_longer_than_the_longest_prompt():
     task = max(load_humaneval(), key=lambda t: len(t.prompt))
     specs = [AgentSpec("a", "sim", "sim"), AgentSpec("longer-name", "sim", "sim")]
+    # over the agent view's cap, in wide characters
     long_reply = (
         "🙂 <verdict>REJECT</verdict> " + "é🙂" * 4000
-    )  # over the agent view's cap, in wide characters
+    )
     plan = (
         (0, Role.THINKER), (1, Role.WORKER), (0, Role.VERIFIER), (1, Role.WORKER),
         (1, Role.THINKER), (0, Role.WORKER), (1, Role.VERIFIER), (0, Role.WORKER), (1, Role.WORKER),
@@ -49,8 +50,9 @@ def test_unpriced_paid_agents_make_the_cost_unknown_and_local_ones_are_free():
     # then the head on all 6
     assert unknown.parts == {"best-fixed": 2 * 6 + 2 * 6, "search": 2 * 3 * 2 + 6}
     assert unknown.episodes == 42 and unknown.calls == 2 * 6 * 1 + 2 * 6 * 2 + (2 * 3 * 2 + 6) * 2
+    # each run again on 4 of the 6 tasks
     folded = plan_training(
         tasks, [priced, local], settings, folds=3
-    )  # each run again on 4 of the 6 tasks
+    )
     assert folded.parts["cross-validation"] == 3 * (2 * 4 + 2 * 4 + 2 * 3 * 2 + 4 + 3 * 2)
     assert folded.worst_usd > plan_training(tasks, [priced, local], settings).worst_usd

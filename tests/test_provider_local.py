@@ -101,9 +101,10 @@ def test_chat_mode_renders_the_ggufs_chat_template_with_its_control_tokens(gguf_
     )
     model = load_model(chat_gguf)
     assert reply.tokens_in == len(model.tokenize(expected, bos=False, special=True))
+    # control tokens were parsed as such
     assert reply.tokens_in < len(
         model.tokenize(expected, bos=False)
-    )  # control tokens were parsed as such
+    )
     assert isinstance(reply.text, str) and 0 <= reply.tokens_out <= 8
 
 

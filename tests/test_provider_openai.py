@@ -140,9 +140,10 @@ def test_the_official_parameters_pass_and_reasoning_tokens_are_billed_as_output(
         and "temperature" not in body
     )
     assert reply.text == "7" == "".join(pieces)
+    # 200 reasoning + 1 visible
     assert (reply.tokens_in, reply.tokens_out, reply.usd_estimated) == (
         30, 201, False,
-    )  # 200 reasoning + 1 visible
+    )
     assert reply.usd == pytest.approx((1.1 * 30 + 4.4 * 201) / 1e6)
 
 
@@ -194,9 +195,10 @@ def test_solve_with_a_reasoning_model_end_to_end(reasoning_server, workdir):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "accepted" and "return a + b" in report["answer"]
+    # reasoning tokens billed as output
     assert all(
         turn["tokens_out"] > 100 for turn in report["turns"]
-    )  # reasoning tokens billed as output
+    )
     assert result.stderr.count("is a reasoning model") == 1
     bodies = [r["json"] for r in reasoning_server.requests]
     assert len(bodies) == 3

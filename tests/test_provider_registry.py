@@ -36,9 +36,10 @@ base_url = "{url}"
 
 @pytest.fixture()
 def echo():
+    # the one line
     register(
         ProviderKind("echo", "support.echo:EchoProvider", key_envs=("ECHO_API_KEY",))
-    )  # the one line
+    )
     yield
     KINDS.pop("echo")
 
@@ -53,9 +54,10 @@ def test_a_new_provider_works_everywhere_from_its_registry_line(echo, server, mo
     pool = parse_pool(POOL.format(url=server.url), "pool.toml")
     far, near = pool.agents
     assert far.roles == ("thinker", "worker", "verifier")
+    # other kinds' keys stay theirs
     with pytest.raises(
         ConfigError, match='mode applies to provider "local" only'
-    ):  # other kinds' keys stay theirs
+    ):
         parse_pool(POOL.format(url=server.url) + 'mode = "chat"\n', "pool.toml")
     # trinity pool's checks: the key its line names, the server reached
     assert check_agent(far).detail == "no API key: set ECHO_API_KEY" and not check_agent(far).usable

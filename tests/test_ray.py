@@ -61,11 +61,12 @@ def loopback_pool(server: WireServer, names: tuple[str, ...], price: float = 1.0
 
 
 def keys_sent(server: WireServer) -> set[str]:
+    """The API key of every request ("" for one sent without)."""
     return {
-        value.removeprefix("Bearer ")
+        next(
+            (v for k, v in request["headers"].items() if k.lower() == "authorization"), ""
+        ).removeprefix("Bearer ")
         for request in server.requests
-        for name, value in request["headers"].items()
-        if name.lower() == "authorization"
     }
 
 
@@ -79,9 +80,10 @@ TRAIN = [
 @pytest.fixture(scope="module")
 def cluster():
     """A 2-CPU Ray head on 127.0.0.1 whose workers have the test key in their environment."""
+    # short: Ray's socket paths have a limit
     temp = Path(
         tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    )  # short: Ray's socket paths have a limit
+    )
     port = free_port()
     started = subprocess.run(
         [
@@ -94,9 +96,10 @@ def cluster():
     )
     assert started.returncode == 0, started.stderr
     yield {"address": f"127.0.0.1:{port}", "temp": temp}
+    # never `ray stop`: it would stop every Ray cluster on the machine
     stop_processes_under(
         str(temp)
-    )  # never `ray stop`: it would stop every Ray cluster on the machine
+    )
     shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -232,9 +235,10 @@ def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 300
+        # episodes in flight on both workers
         while (
             len(server.requests) < calls_local + 3 or len(worker_pids()) < 2
-        ):  # episodes in flight on both workers
+        ):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
             time.sleep(0.2)
         os.kill(worker_pids()[0], signal.SIGKILL)

@@ -114,9 +114,10 @@ def test_each_pool_covers_its_task_set_and_its_toml_replays_its_models():
 def test_gpt4_keeps_no_repairs_and_the_others_keep_their_own():
     rows = records("ldb-humaneval")
     repaired = {r["model"] for r in rows if r["round"] > 0}
+    # gpt-4-seed: another backbone
     assert repaired == {
         "gpt-3.5-turbo-0613", "codellama-34b-instruct", "starcoder",
-    }  # gpt-4-seed: another backbone
+    }
 
 
 def test_mbpp_has_500_tasks_in_the_fixed_split_with_visible_tests():
@@ -251,6 +252,7 @@ def test_the_model_split_holds_out_whole_families_and_each_model_once():
     for family, members in split["families"].items():
         sides = {name in split["held_out"] for name in members}
         assert len(sides) == 1, family  # a family is never on both sides
+    # pools of 3-5 held-out, 2-6 training
     assert (
         len(split["held_out"]) >= 5 and len(split["train"]) >= 6
-    )  # pools of 3-5 held-out, 2-6 training
+    )

@@ -27,9 +27,10 @@ from trinity_cli.tasks.taskset import Task, load_humaneval
 from trinity_cli.train.fitness import play
 
 HUMANEVAL = {t.task_id: t for t in load_humaneval()}
+# A, B train split; C, D test split
 A, B, C, D = (
     HUMANEVAL[f"HumanEval/{n}"] for n in (0, 2, 7, 9)
-)  # A, B train split; C, D test split
+)
 CHEAP, DEAR = "cheap-model", "dear-model"
 
 
@@ -43,9 +44,10 @@ def wrong(task: Task) -> str:
 
 USER_RECORD = [
     {"model": CHEAP, "task_id": A.task_id, "code": wrong(A)},  # round 0 fails ...
+    # ... its own repair passes
     {
         "model": CHEAP, "task_id": A.task_id, "code": right(A), "round": 1,
-    },  # ... its own repair passes
+    },
     {"model": CHEAP, "task_id": B.task_id, "code": right(B), "sample": 0},
     {"model": CHEAP, "task_id": B.task_id, "code": wrong(B), "sample": 1},
     {"model": CHEAP, "task_id": C.task_id, "code": wrong(C)},
@@ -215,9 +217,10 @@ def test_a_model_that_returned_nothing_is_a_recorded_answer_that_fails(user):
     ]
     write_record(user / "rec.jsonl.gz", empty)
     cheap, dear = agents_of(user / "pool.toml")
+    # an empty program, in its fence: an answer
     assert (
         worker(cheap, B).strip() == "```python\n\n```"
-    )  # an empty program, in its fence: an answer
+    )
     plan = PlanPolicy(2, ((0, Role.WORKER), (0, Role.VERIFIER), (1, Role.WORKER)))
     result = run_episode(B.problem, [cheap, dear], None, PlanPolicy(2, plan.plan[:2]), max_turns=2)
     assert result.answer is not None and "does not parse" in result.turns[1].text
@@ -229,12 +232,14 @@ def test_a_model_that_returned_nothing_is_a_recorded_answer_that_fails(user):
 
 def test_replay_pool_keys_roles_and_record_lookup(user):
     pool = load_pool(str(user / "pool.toml"))
+    # the default: they cannot think
     assert [a.roles for a in pool.agents] == [
         ("worker", "verifier")
-    ] * 2  # the default: they cannot think
+    ] * 2
+    # relative to the pool file, not the cwd
     assert pool.agents[0].record == str(
         user / "rec.jsonl.gz"
-    )  # relative to the pool file, not the cwd
+    )
     bundled = parse_pool(
         (
             '[[agents]]\nname = "g"\nprovider = "replay"\n'
@@ -384,9 +389,10 @@ def test_cost_is_the_coordinators_token_count_at_the_pools_prices(user, gguf_pat
         "## Task\n\nlong transcript"
     )
     assert verdict.tokens_out == count(verdict.text) < 40
+    # the budget's bound holds
     assert cheap.max_tokens >= max(
         len(r["code"].encode()) for r in USER_RECORD
-    )  # the budget's bound holds
+    )
 
 
 # --- pass-rate records (synthesized) -------------------------------------------------------
@@ -400,9 +406,10 @@ TRICKY_B = (
 def test_pass_rate_records_pass_at_their_rate_and_their_failures_really_fail(tmp_path):
     rows = [
         {"model": "often", "task_id": A.task_id, "pass_rate": 0.8, "correct": [right(A)]},
+        # borrows often's program
         {
             "model": "rarely", "task_id": A.task_id, "pass_rate": 0.25, "correct": [],
-        },  # borrows often's program
+        },
         {"model": "often", "task_id": B.task_id, "pass_rate": 0.5, "correct": [right(B)]},
         {"model": "rarely", "task_id": B.task_id, "pass_rate": 0.0, "correct": [TRICKY_B]},
     ]
@@ -444,9 +451,10 @@ def test_expected_pass_is_unbiased_when_a_verifier_saw_the_answer(tmp_path):
     ]
     accepted = [o for o in outcomes if o.verdict == "accepted"]
     assert accepted and all(o.expected == 1.0 and o.passed for o in accepted)
+    # the unseen second draw
     assert {o.expected for o in outcomes if o.verdict != "accepted"} == {
         0.6
-    }  # the unseen second draw
+    }
     assert abs(np.mean([o.expected for o in outcomes]) - 0.84) < 0.08  # SE 0.02
     alone = play(
         A, build_agents([spec], [A]), None, PlanPolicy(1, ((0, Role.WORKER),)), grader, max_turns=1
@@ -482,9 +490,10 @@ def verdict_of(agent, task: Task, candidate: str) -> str:
 
 
 def test_the_verifier_runs_the_visible_tests_or_else_the_prompts_examples(user):
+    # HumanEval/0's prompt has >>> examples
     examples_only = replace(
         A, task_id=B.task_id, visible_tests=()
-    )  # HumanEval/0's prompt has >>> examples
+    )
     nothing = replace(B, visible_tests=(), prompt=B.prompt.split(">>>")[0] + '"""\n')
     for task, good, bad, what in (
         (A, right(A), wrong(A), "2 visible tests"),
@@ -506,9 +515,10 @@ def test_the_verifier_runs_the_visible_tests_or_else_the_prompts_examples(user):
 
 
 def test_solve_answers_a_recorded_tasks_prompt_and_refuses_any_other_problem(user):
+    # whitespace aside, C's prompt
     (user / "problem.md").write_text(
         f"```python\n{C.prompt}\n```\n"
-    )  # whitespace aside, C's prompt
+    )
     solved = trinity(
         "solve", str(user / "problem.md"), "--pool", str(user / "pool.toml"), "--weights", "none",
         "--json", "--no-log", cwd=user,
@@ -520,9 +530,10 @@ def test_solve_answers_a_recorded_tasks_prompt_and_refuses_any_other_problem(use
     ]
     assert "fails the task's 2 visible tests" in out["turns"][1]["text"]
     assert run_check(C, out["answer"])
+    # the replies' tokens were counted, not reported: the $ is estimated
     assert (
         "4 turns · ~$" in solved.stderr
-    )  # the replies' tokens were counted, not reported: the $ is estimated
+    )
     (user / "other.md").write_text("Write a function that adds two numbers.\n")
     refused = trinity(
         "solve", str(user / "other.md"), "--pool", str(user / "pool.toml"), "--weights", "none",
@@ -540,9 +551,10 @@ def test_train_and_eval_run_end_to_end_on_a_user_record(user):
     )
     assert trained.returncode == 0, trained.stderr
     meta = json.loads((user / "head.json").read_text())
+    # the head records the mask: replay agents cannot think
     assert (
         meta["agent_roles"] == [["worker", "verifier"]] * 2
-    )  # the head records the mask: replay agents cannot think
+    )
     evaluated = trinity(
         "eval", "--weights", head, "--tasks", tasks, "--split", "all", "--pool", pool,
         "--max-turns", "3", "--json", "--no-log", "--no-cache",
@@ -553,12 +565,14 @@ def test_train_and_eval_run_end_to_end_on_a_user_record(user):
     # cheap fails A and C at once; the cascade's Verifier (cheap, the cheapest) runs the
     # visible tests, rejects those answers and hands the task to dear, which passes
     assert rows["single:cheap"]["pass_at_1"] <= 0.5 and rows["single:dear"]["pass_at_1"] == 1.0
+    # within --max-turns
     assert (
         rows["cascade"]["pass_at_1"] == 1.0 and 2.0 < rows["cascade"]["mean_turns"] <= 3
-    )  # within --max-turns
+    )
+    # cheap's passes cost less
     assert (
         rows["cascade"]["usd_per_task"] < rows["single:dear"]["usd_per_task"]
-    )  # cheap's passes cost less
+    )
     assert "more than reserved" not in evaluated.stderr  # replies stay within the budget's bound
 
 

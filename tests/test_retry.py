@@ -135,6 +135,7 @@ def test_a_ctrl_c_masked_by_an_sdks_cleanup_is_an_interruption_not_a_provider_er
         reading_a_stream()
     with pytest.raises(KeyboardInterrupt):
         classify(masked.value, spec)
+    # without the interrupt: as before
     assert (
         classify(ConnectionResetError("reset"), spec).kind == "network"
-    )  # without the interrupt: as before
+    )

@@ -122,9 +122,10 @@ def test_the_fixed_policies_and_baselines_keep_the_mask(mask, turn):
     assert all(mask[a, ROLE_ORDER.index(r)] for steps in oracle_plans(agents) for a, r in steps)
     workers = [a for a, r in plan if r is W]
     everyone = sorted(playing(agents, W))  # cheapest first (price grows with the index here)
+    # unverified, a second answer is unseen
     assert workers == (
         everyone if playing(agents, V) else everyone[:1]
-    )  # unverified, a second answer is unseen
+    )
 
 
 def test_an_episode_never_gives_an_agent_a_role_it_may_not_play():
@@ -144,9 +145,10 @@ def test_an_episode_never_gives_an_agent_a_role_it_may_not_play():
     )
     assert [(r.decision.agent, r.decision.role) for r in result.turns] == [("w", W), ("v", V)]
     assert result.verdict == "accepted"
+    # the marginal, with agent 0's verifying masked out
     assert (
         result.turns[1].decision.agent_probs[0] < 0.5
-    )  # the marginal, with agent 0's verifying masked out
+    )
 
 
 def test_the_pool_key_and_its_errors():

@@ -33,12 +33,14 @@ def test_code_extraction_prefers_the_last_python_block():
     assert extract_code(text) == "def f():\n    return 2\n"
     assert extract_code("```\ndef g(): pass\n```") == "def g(): pass\n"
     assert extract_code("def h(x):\n    return x\n") == "def h(x):\n    return x\n"
+    # an answer, that will not parse
     assert (
         extract_code("Just use a loop.") == "Just use a loop.\n"
-    )  # an answer, that will not parse
+    )
+    # no Python block: the reply
     assert (
         extract_code("```js\nlet x = 1;\n```") == "```js\nlet x = 1;\n```\n"
-    )  # no Python block: the reply
+    )
     assert extract_code(" \n") is None
     assert (
         extract_code("```python\ndef unterminated():\n    return 1")

@@ -63,9 +63,10 @@ def test_the_samples_are_found_and_judge_programs(suites, name):
     assert suite.run(program(name, "right")).passed
     wrong = program(name, "first_only")
     first = replace(suite, tests=replace(suite.tests, examples=suite.tests.examples[:1]), count=1)
+    # so the failure below is the other samples', not a broken program
     assert first.run(
         wrong
-    ).passed  # so the failure below is the other samples', not a broken program
+    ).passed
     failed = suite.run(wrong)
     assert not failed.passed and "case 1 failed" not in failed.summary
     assert f"/{suite.count} passed" in failed.summary and "expected" in failed.summary
@@ -76,12 +77,14 @@ def test_what_a_layout_holds_is_read_exactly():
         name: read_problem(str(PROBLEMS / f"{name}.md"))
         for name in ("paragraphs", "longest_run", "bus_fare")
     }
+    # a fence keeps blank lines
     assert (
         find_samples(texts["paragraphs"])[1].input == "x\n\n\ny\n\nz\n"
-    )  # a fence keeps blank lines
+    )
+    # not the explanations
     assert [s.output for s in find_samples(texts["longest_run"])] == [
         "3\n", "2\n", "4\n",
-    ]  # not the explanations
+    ]
     assert find_samples(texts["bus_fare"])[0].input == "3\n5 30 40\n"  # an indented block, dedented
 
 
@@ -140,9 +143,10 @@ def test_numbers_compare_within_the_stated_tolerance_and_exactly_without_one(sui
     outside = suite.run(scaled.format("5e-6"))
     assert not outside.passed and "expected '40.0000000000'" in outside.summary
     exact = replace(suite, tests=replace(suite.tests, tolerance=None))
+    # it prints 40.0, not 40.0000000000
     assert not exact.run(
         program("average_speed", "right")
-    ).passed  # it prints 40.0, not 40.0000000000
+    ).passed
 
 
 @pytest.mark.parametrize(
@@ -163,9 +167,10 @@ def test_the_stated_tolerance_is_parsed(text, tolerance):
 @pytest.mark.parametrize(
     "actual,expected,tolerance,equal",
     [
+        # CRLF, trailing spaces, trailing blank lines
         (
             "1 2\r\n3   \r\n\r\n\n", "1 2\n3\n", None, True,
-        ),  # CRLF, trailing spaces, trailing blank lines
+        ),
         ("1  2\n", "1 2\n", None, True),  # tokens, not spacing
         ("1 2\n", "1 2 3\n", None, False),
         ("3.0\n", "3\n", None, False),  # no tolerance: tokens must be equal

@@ -232,10 +232,11 @@ def test_a_socket_to_loopback_cannot_connect(jail):
 
 
 def test_hostile_answers_are_failed_candidates_and_grading_goes_on():
+    # a prompt that loads alone, as HumanEval's do (the grader runs it first)
     task = Task(
         "t/add", 'def add(a, b):\n    """Sum."""\n', "add",
         "def check(f):\n    assert f(2, 3) == 5\n", "    return a + b\n",
-    )  # a prompt that loads alone, as HumanEval's do (the grader runs it first)
+    )
     grader = Grader()
     for hostile in [
         "import os\nwhile True:\n    os.fork()\n", "x = 'y' * (8 << 30)\n",

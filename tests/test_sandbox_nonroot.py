@@ -47,9 +47,10 @@ HOLDS = {  # mode → the attacks it contains (what `isolation()` claims for it;
     "bwrap": set(ATTACKS),  # where `counts_processes` says so for the parent's uid)
     "namespaces": set(ATTACKS),
     "uid-drop": {"parent_environ", "ptrace_parent", "capabilities", "fork_bomb", "memory_hog"},
+    # see `trinity doctor`
     "rlimits": {
         "parent_environ", "ptrace_parent", "capabilities", "memory_hog",
-    },  # see `trinity doctor`
+    },
 }
 # With the isolation off, only the attacks meant for each control run: a root "off" child
 # that unmounted /proc or /tmp would do it in the driver's own mount namespace.
@@ -316,9 +317,10 @@ def _run(mode: str, source: str, setup: dict, wall_s: float) -> str:
         result = run_in_mode(source, mode, Limits(wall_s=wall_s))
         return result.stdout + result.stderr
     command = [python, "-I", "candidate.py"]  # "off": a plain child of this dumpable process
+    # the jail of the previous release: mounts made by a process that keeps its caps
     if (
         mode == "weak"
-    ):  # the jail of the previous release: mounts made by a process that keeps its caps
+    ):
         user = ["--user", "--map-root-user"] if os.geteuid() else []
         jail = (
             'mount -t tmpfs none "$HOME" && mount -t tmpfs none /tmp && mkdir /tmp/work && '

@@ -80,10 +80,11 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
         outputs.append(run(["doctor", "--pool", "pool.toml", "--json"], env, tmp_path))
     finally:
         server.close()
+    # the key was really used
     assert any(
         {k.lower(): v for k, v in r["headers"].items()}.get("authorization") == f"Bearer {KEY}"
         for r in server.requests
-    )  # the key was really used
+    )
     for result in outputs:
         assert KEY not in result.stdout and KEY not in result.stderr
         assert "Traceback" not in result.stderr
@@ -91,9 +92,10 @@ def test_no_artifact_of_any_command_contains_the_key(tmp_path):
     assert any(p.name == "responses.sqlite" for p in artifacts) and any(
         p.suffix == ".ckpt" for p in artifacts
     )
+    # the run log, the echoed key in its stored error included
     run_log = (
         home / "data" / "runs.sqlite"
-    )  # the run log, the echoed key in its stored error included
+    )
     db = sqlite3.connect(run_log)
     assert [r[0] for r in db.execute("SELECT command FROM runs ORDER BY id")] == [
         "solve", "solve", "train",

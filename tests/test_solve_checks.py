@@ -113,9 +113,10 @@ def test_an_answer_that_does_not_parse_is_never_accepted_and_never_run():
         ScriptedPolicy(((0, W), (0, V), (0, W), (0, V))), max_turns=4, check=check,
     )
     assert result.verdict == "accepted" and len(result.turns) == 4
+    # the broken answer was never executed
     assert ran == [
         RIGHT.split("\n", 1)[1].removesuffix("```")
-    ]  # the broken answer was never executed
+    ]
     assert "[syntax check: the answer does not parse]" in provider.requests[2].user
     assert "SyntaxError" in provider.requests[2].user
 
@@ -159,9 +160,10 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
             report["tests"]["source"] == "problem examples" and report["tests"]["passed"] is False
         )
         assert "0/2 passed" in report["tests"]["summary"]
+        # the check line names the source the JSON names
         assert (
             "problem examples FAILED" in result.stderr
-        )  # the check line names the source the JSON names
+        )
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         result = trinity(
             "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
@@ -188,9 +190,10 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
             "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
             "--no-tests", "-q",
         )
+        # no check: the Verifier decides alone
         assert (
             result.returncode == 0 and "a * b" in result.stdout
-        )  # no check: the Verifier decides alone
+        )
 
         server.responses += [openai_stream(s) for s in ["plan", BROKEN, ACCEPT]]
         result = trinity(

@@ -34,9 +34,6 @@ from trinity_cli.train.checkpoint import load
 from trinity_cli.train.es import TrainSettings, train
 
 SIM_POOL = Path(__file__).resolve().parent.parent / "examples" / "sim-pool.toml"
-# One worker runs this module: its tests share the session's hidden-state memo of the sim
-# tasks, which another worker would encode again (about a minute).
-pytestmark = pytest.mark.xdist_group("sim-states")
 
 
 @pytest.fixture(scope="session")
@@ -88,9 +85,10 @@ def test_the_settings_were_chosen_on_the_validation_slice_of_the_train_split(sim
         t.task_id for t in sim["test"]
     }
     grid = chosen["grid"]
+    # ties: the first
     best = max(
         grid, key=lambda r: (r["margin_vs_best_single_se"], -grid.index(r))
-    )  # ties: the first
+    )
     assert chosen["chosen"] == best["settings"] == asdict(chosen_settings())
 
 
@@ -104,6 +102,7 @@ def test_the_chosen_settings_score_on_validation_what_the_file_says(sim):
         sim["pool"], sim["tasks"], sim["fit"], sim["validation"], sim["coordinator"], sim["grader"],
         chosen_settings(), sim["root"] / "validation.ckpt",
         ResponseStore(sim["root"] / "responses.sqlite"),
+        baselines=("pipeline", "single"),  # the rows the three figures come from
     )
     assert (
         round(scored["pass_at_1"], 4), scored["best_single"],
@@ -174,9 +173,10 @@ def test_resume_reaches_the_same_head_as_an_uninterrupted_run(sim):
     assert len(first.history) == 3
     resumed = train(sim["few"], agents, sim["coordinator"], sim["grader"], SMALL, ckpt, resume=True)
     assert resumed.history == whole.history
+    # exact: same floats, same order
     assert np.array_equal(
         resumed.head.weights, whole.head.weights
-    )  # exact: same floats, same order
+    )
 
 
 def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
@@ -196,24 +196,27 @@ def test_a_second_run_makes_no_provider_calls_and_reaches_the_same_head(sim):
 
 def test_budget_stops_between_generations_without_a_partial_tell(sim):
     agents, _ = agents_for(sim)
+    # candidates far from the start: many turns not made before
     exploring = replace(
         SMALL, sigma0=5.0
-    )  # candidates far from the start: many turns not made before
+    )
     unlimited = train(
         sim["few"], agents, sim["coordinator"], sim["grader"], exploring, sim["root"] / "free.ckpt"
     )
     searched = unlimited.spent_usd - unlimited.start.spent_usd
+    # the search's own new turns: ten times any one call's worst case and more
     assert (
         searched > 0.05
-    )  # the search's own new turns: ten times any one call's worst case and more
+    )
     settings = replace(exploring, budget_usd=unlimited.start.spent_usd + searched / 2)
     ckpt = sim["root"] / "budget.ckpt"
     result = train(sim["few"], agents, sim["coordinator"], sim["grader"], settings, ckpt)
     assert result.stopped_for_budget
     assert result.spent_usd <= settings.budget_usd
+    # it stopped in the search, after a whole generation
     assert (
         1 <= len(result.history) < settings.generations
-    )  # it stopped in the search, after a whole generation
+    )
     state = load(ckpt, {**asdict(settings), "tasks": [t.task_id for t in sim["few"]]})
     assert state["generation"] == len(result.history) == state["optimizer"].generation
 

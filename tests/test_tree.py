@@ -66,13 +66,15 @@ def test_the_forest_plays_every_episode_as_the_loop_does_and_makes_each_turn_onc
     forest = Forest(runner, 5, CURRENT_FORMAT.id)
     on_forest = forest.play(episodes)
     assert on_forest == runner.map(episodes, None)
+    # accepted, turn_limit, no_answer: the rules really differ
     assert (
         len({o.verdict for o in on_forest}) >= 3
-    )  # accepted, turn_limit, no_answer: the rules really differ
+    )
     grown, encoded = forest.grown, forest.encoded
+    # every node made once, roots included
     assert grown == sum(
         len(tree) for tree in forest.trees.values()
-    )  # every node made once, roots included
+    )
     assert forest.play(episodes) == on_forest
     assert (forest.grown, forest.encoded) == (grown, encoded)  # nothing made twice
     turns = sum(o.turns for o in on_forest)
@@ -86,9 +88,10 @@ def test_a_refused_turn_ends_its_episodes_with_budget_and_is_not_kept(recorded):
     refused = forest.play(episodes, Budget(0.0))
     assert [o.verdict for o in refused] == ["budget"] * len(tasks)
     assert len(forest.trees) == len(tasks)  # one tree a task, ...
+    # ... only its root (no call): no refused turn kept
     assert all(
         list(tree) == [()] for tree in forest.trees.values()
-    )  # ... only its root (no call): no refused turn kept
+    )
     assert forest.play(episodes) == recorded["runner"].map(episodes, None)
 
 
@@ -118,15 +121,17 @@ def test_best_fixed_is_the_fittest_plan_ties_going_to_the_cheaper_then_the_short
         outcomes([1, 1, 1], 9.0),
     ]
     assert choose(plans, played, 0.0).plan == plans[3]  # best pass@1, whatever it costs
+    # fitness 1 − 0.9 = 0.1 for plan 3; 2/3 − 0.2 for plans 1 and 2
     cheap = choose(
         plans, played, 0.1
-    )  # fitness 1 − 0.9 = 0.1 for plan 3; 2/3 − 0.2 for plans 1 and 2
+    )
     assert cheap.plan == plans[1] and cheap.tasks == 3  # a tie: the shorter of two equal-cost plans
     assert cheap.fitness == pytest.approx(2 / 3 - 0.2) and cheap.usd_per_task == 2.0
     even = [outcomes([1, 1, 0], 3.0), outcomes([1, 1, 0], 1.5)]  # equal fitness at cost weight 0
+    # a tie: the cheaper, though longer
     assert (
         choose([plans[1], plans[2]], even, 0.0).plan == plans[2]
-    )  # a tie: the cheaper, though longer
+    )
 
 
 def test_best_fixed_on_the_forest_is_best_fixed_through_the_loop(recorded):

@@ -78,9 +78,10 @@ def test_the_loop_reports_each_readers_cut_and_warns_once_per_reader():
     assert first.input_truncated == agent_cut  # the larger of the turn's two cuts
     assert second.input_truncated == coordinator_cut  # the agent read all of its prompt
     assert result.input_truncated == agent_cut
+    # once each, though the coordinator cut twice
     assert warnings == [
         coordinator_cut.note, agent_cut.note,
-    ]  # once each, though the coordinator cut twice
+    ]
     report = episode_json(result, ["a"])
     assert report["input_truncated"] == {"kept_tokens": 400, "dropped_tokens": 2000}
     assert [(t["truncated"], t["input_truncated"]) for t in report["turns"]] == [
@@ -136,9 +137,10 @@ def test_a_reply_cut_at_max_tokens_is_marked_in_json_display_and_log(workdir, se
     ]
     assert "warning" not in solved.stderr
     shown = trinity("logs", "show", "last")
+    # the marker is in the log
     assert shown.returncode == 0 and turn_lines(shown.stderr) == turn_lines(
         solved.stderr
-    )  # the marker is in the log
+    )
     assert json.loads(trinity("logs", "show", "last", "--json").stdout) == report
 
 
@@ -235,6 +237,7 @@ def test_the_response_cache_keeps_what_was_cut_and_reads_replies_stored_before(t
     )
     store.put("k", cut)
     assert store.get("k") == cut
+    # as stored before these fields existed
     store._table.put(
         "old",
         json.dumps(
@@ -243,5 +246,5 @@ def test_the_response_cache_keeps_what_was_cut_and_reads_replies_stored_before(t
                 "usd_estimated": False,
             }
         ),
-    )  # as stored before these fields existed
+    )
     assert store.get("old") == Reply("y", 1, 2, 0.0, 0.1)

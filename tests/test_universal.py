@@ -82,9 +82,10 @@ def universal(tmp_path_factory, memo):
 def test_a_universal_head_routes_a_pool_of_unseen_agents_from_their_profiles(universal):
     rows, margin = universal["routed"]
     assert len(universal["test"]) >= 30
+    # no single agent solves it
     assert (
         max(rows[f"single:{m}"].pass_at_1 for m in OTHER_MODELS) <= 0.75
-    )  # no single agent solves it
+    )
     assert margin >= 2, {name: row.pass_at_1 for name, row in rows.items()}
 
 
@@ -119,9 +120,10 @@ def test_the_start_plays_loop_of_the_best_agent_by_profile_on_any_pool(universal
     start = input_space(
         train, pool, universal["memo"], SETTINGS.project, skill_weight=0.0, max_turns=3
     )
+    # the space profiles were measured in
     assert (
         start.basis.tobytes() == universal["trained"].head.basis.tobytes()
-    )  # the space profiles were measured in
+    )
     others = build_agents(load_pool(str(universal["other_pool"])).agents, universal["tasks"])
     best = OTHER_MODELS[int(np.argmax([p.pass_rate for p in universal["measured"]]))]
     test = universal["test"][:12]
@@ -132,9 +134,10 @@ def test_the_start_plays_loop_of_the_best_agent_by_profile_on_any_pool(universal
     )
     rows = {r.policy: r for r in report.pop("_rows")}
     assert rows["start"].passes == rows[f"loop:{best}"].passes
+    # it can fail
     assert all(
         rows["start"].passes != rows[f"loop:{m}"].passes for m in OTHER_MODELS if m != best
-    )  # it can fail
+    )
     assert 2 < rows["start"].mean_turns <= 3
     training = universal["trained"].training
     assert np.isfinite(training.start.fitness) and training.fitness >= training.start.fitness
@@ -164,9 +167,10 @@ def test_profile_of_pass_rate_records_is_their_recorded_probability():
     specs = [a for a in pool.agents if a.name in ("gpt-4o-mini", "llama-3-8b")]
     for spec, agent in zip(specs, build_agents(specs, tasks)):
         rates = [agent.provider.record.rates[(spec.model, t.task_id)].pass_rate for t in chosen]
+        # not all 0/1: a graded pass rate could not match
         assert (
             len(set(rates)) > 1 or 0 < rates[0] < 1
-        )  # not all 0/1: a graded pass rate could not match
+        )
         profile = profile_agent(
             LocalRunner(Players([agent], Grader())), 0, spec.name, chosen,
             np.random.default_rng(1).normal(size=(len(chosen), 4)),
@@ -202,9 +206,10 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
         universal, "eval", "--weights", str(saved), "--tasks", str(tasks), "--max-turns", "1",
         "--no-log",
     )
+    # no profiles yet: exit 3, says why
     assert (
         before.returncode == 3 and "have none for it" in before.stderr
-    )  # no profiles yet: exit 3, says why
+    )
     unready = cli(universal, "pool", "--json", "--weights", str(saved))
     assert (
         unready.returncode == 3
@@ -215,9 +220,10 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
         str(saved), "--json", "--no-log",
     )
     assert measured.returncode == 0, measured.stderr
+    # no empty progress bar
     assert (
         "worst case $" in measured.stderr and "" not in measured.stderr.splitlines()
-    )  # no empty progress bar
+    )
     profiles = json.loads(measured.stdout)["agents"]
     assert [profiles[m]["pass_rate"] for m in OTHER_MODELS] == pytest.approx(
         [p.pass_rate for p in universal["measured"]]
@@ -240,9 +246,10 @@ def test_profile_then_eval_with_the_saved_head_through_the_cli(universal, saved,
     )
     assert evaluated.returncode == 0, evaluated.stderr
     rows = {r["policy"]: r["pass_at_1"] for r in json.loads(evaluated.stdout)["rows"]}
+    # JSON rounds
     assert rows["trained"] == pytest.approx(
         universal["routed"][0]["universal"].pass_at_1, abs=1e-4
-    )  # JSON rounds
+    )
 
 
 def test_profile_budget_is_never_exceeded(universal, saved, tmp_path):
@@ -302,11 +309,12 @@ def test_solve_routes_with_the_shipped_universal_head_once_every_agent_has_a_pro
     from trinity_cli.runtime import profile_scale
 
     pool = universal["root"] / "precedence-pool.toml"
+    # agents no other test profiled
     pool.write_text(
         universal["other_pool"]
         .read_text()
         .replace('roles = ["worker"]', 'roles = ["worker"]\nseed = 11')
-    )  # agents no other test profiled
+    )
     shipped = shipped_dir() / f"{UNIVERSAL}.npz"
     before = json.loads(trinity("pool", "--pool", str(pool), "--json").stdout)["policy"]
     assert before["source"] != str(shipped) and "needs profiles of" in before["reason"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +103,10 @@ def find_head(pool: Pool, weights: str | None, warn: Callable[[str], None]) -> H
     universal = shipped_dir() / f"{UNIVERSAL}.npz"
     if universal.is_file():
         meta = read_metadata(universal)
+        # the head reads this coordinator
         if not mismatches(
             meta, in_head_format(meta, backbone), pool
-        ):  # the head reads this coordinator
+        ):
             missing = unprofiled(pool, meta)
             if not missing:
                 return HeadChoice(
@@ -142,25 +144,6 @@ def stored_profiles(pool: Pool, meta: dict[str, Any]) -> list[Any]:
         return [store.get(agent, scale) for agent in pool.agents]
     finally:
         store.close()
-
-
-def profile_summaries(pool: Pool, head_meta: dict[str, Any] | None) -> list[dict[str, Any] | None]:
-    """Each agent's profile (`trinity profile`) for the universal head: the chosen head when it
-    is one, else the shipped one; None where an agent has none."""
-    if head_meta is None or not is_universal(head_meta):
-        shipped = shipped_dir() / f"{UNIVERSAL}.npz"
-        head_meta = read_metadata(shipped) if shipped.is_file() else None
-    if head_meta is None:
-        return [None] * len(pool.agents)
-    return [
-        None
-        if p is None
-        else {
-            "pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
-            "n": p.profile.n, "created": p.created, "age_days": round(p.age_days, 2),
-        }
-        for p in stored_profiles(pool, head_meta)
-    ]
 
 
 def unprofiled(pool: Pool, meta: dict[str, Any]) -> list[str]:
@@ -364,6 +347,15 @@ class Run:
         return self.coordinators[transcript_format]
 
 
+# Opens where a run's episodes are played, given the run and the coordinators its workers
+# load: a Ray runner (cli/cluster_options.py) or None, here (`play_here`).
+RunnerFactory = Callable[[Run, dict[str, Any]], AbstractContextManager[Any]]
+
+
+def play_here(run: Run, coordinators: dict[str, Any]) -> AbstractContextManager[Any]:
+    return nullcontext(None)
+
+
 def build_run(pool: Pool, tasks: Sequence[Any], no_cache: bool, workers: int | None = None) -> Run:
     """The caches (--no-cache: in memory), the pool's agents for `tasks` (every call through
     the response cache) and the workers (default: `default_workers`)."""
@@ -378,23 +370,25 @@ def build_run(pool: Pool, tasks: Sequence[Any], no_cache: bool, workers: int | N
 
 @dataclass
 class Solver:
-    """What one `solve` builds from its pool and head: the agents (no response cache: a new
-    problem is asked afresh) and, where the head reads states, the coordinator."""
+    """What one `solve` builds from its pool, head and problem: the agents (no response cache:
+    a new problem is asked afresh) and, where the head reads states, the coordinator."""
 
     pool: Pool
-    choice: LoadedHead
+    head: LoadedHead
+    problem: str  # the problem's text, as the agents were built for it
     agents: list[Any]
     coordinator: Any
     max_turns: int
 
-    def solve(self, problem: str, stdin_program: bool, **episode: Any) -> Any:
-        """One episode on the problem's text (`episode`: run_episode's keywords)."""
+    def solve(self, stdin_program: bool = False, **episode: Any) -> Any:
+        """One episode on the problem (`stdin_program`: the answer is a program that reads
+        stdin; `episode`: run_episode's keywords)."""
         from trinity_cli.core.episode import run_episode
         from trinity_cli.core.transcript import Problem
 
         return run_episode(
-            Problem.from_markdown(problem, stdin_program), self.agents, self.coordinator,
-            self.choice.policy, max_turns=self.max_turns, **episode,
+            Problem.from_markdown(self.problem, stdin_program), self.agents, self.coordinator,
+            self.head.policy, max_turns=self.max_turns, **episode,
         )
 
 
@@ -407,12 +401,12 @@ def build_solver(
     from trinity_cli.core.episode import DEFAULT_MAX_TURNS
     from trinity_cli.providers.registry import build_agents
 
-    choice = choose_policy(pool, weights, warn)
-    training = (choice.meta or {}).get("training", {})
+    head = choose_policy(pool, weights, warn)
+    training = (head.meta or {}).get("training", {})
     max_turns = max_turns or training.get("max_turns") or DEFAULT_MAX_TURNS
     agents = build_agents(pool.agents, coordinator_model=pool.coordinator.model, problem=problem)
     coordinator = None
-    if choice.policy.needs_hidden:
-        coordinator = build_coordinator(pool, transcript_format=choice.transcript_format)
-    warn_if_other_numerics(choice, coordinator, warn)
-    return Solver(pool, choice, agents, coordinator, max_turns)
+    if head.policy.needs_hidden:
+        coordinator = build_coordinator(pool, transcript_format=head.transcript_format)
+    warn_if_other_numerics(head, coordinator, warn)
+    return Solver(pool, head, problem, agents, coordinator, max_turns)

@@ -12,6 +12,7 @@ chose its settings (`tests/choose_learning_settings.py`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Problem, Transcript
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.taskset import Task
-from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin
+from trinity_cli.train.baselines import BASELINES, HeadUnderTest, evaluate, paired_margin
 from trinity_cli.train.es import TrainSettings, train
 
 SETTINGS_FILE = Path(__file__).resolve().parents[1] / "learning_settings.json"
@@ -53,14 +54,15 @@ class PermutedCoordinator:
 
 def train_and_score(
     pool, all_tasks: list[Task], fit: list[Task], scored: list[Task], coordinator: Any, grader,
-    settings: TrainSettings, checkpoint: Path, store,
+    settings: TrainSettings, checkpoint: Path, store, baselines: Sequence[str] = BASELINES,
 ) -> dict[str, Any]:
-    """Train on `fit`, evaluate on `scored`: the rows by name and the margins the suite asserts."""
+    """Train on `fit`, evaluate on `scored`: the rows by name and the margins the suite asserts
+    (`baselines`: which rows; the best single is among `single:` and `pipeline:`)."""
     agents = build_agents(pool.agents, all_tasks, store)
     result = train(fit, agents, coordinator, grader, settings, checkpoint)
     report = evaluate(
         scored, agents, [HeadUnderTest("trained", result.head, coordinator)], grader,
-        max_turns=settings.max_turns,
+        max_turns=settings.max_turns, baselines=baselines,
     )
     rows = {r.policy: r for r in report.pop("_rows")}
     best = rows[report["best_single"]]
@@ -69,5 +71,7 @@ def train_and_score(
         "result": result, "rows": rows, "report": report, "pass_at_1": rows["trained"].pass_at_1,
         "best_single": best.policy, "best_single_pass_at_1": best.pass_at_1,
         "margin_vs_best_single": paired_margin(trained, best.passes),
-        "margin_vs_random": paired_margin(trained, rows["random"].passes),
+        "margin_vs_random": (
+            paired_margin(trained, rows["random"].passes) if "random" in rows else None
+        ),
     }

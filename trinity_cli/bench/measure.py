@@ -79,9 +79,10 @@ def prefix_reuse(coordinator: Any, repeats: int) -> dict[str, float]:
         for _ in range(repeats):
             coordinator.reset()
             full = coordinator.encode(full_t).seconds
+            # the cache now holds the prefix and its cue, as in a turn loop
             coordinator.encode(
                 prefix
-            )  # the cache now holds the prefix and its cue, as in a turn loop
+            )
             ratios.append(full / coordinator.encode(full_t).seconds)
         curve[str(size)] = statistics.median(ratios)
     return curve
@@ -340,12 +341,14 @@ def train_throughput(sim_pool: Path, generations: int) -> dict[str, float]:
     }
 
 
+# the recorded pool's training run: its first train-split tasks
 RECORDED_POOL, RECORDED_TASKS = (
     "ldb-humaneval", 32,
-)  # the recorded pool's training run: its first train-split tasks
+)
+# the paper's 30,720 episodes
 PAPER_SCALE: dict[str, Any] = {
     "generations": 60, "popsize": 32, "batch_size": 16,
-}  # the paper's 30,720 episodes
+}
 
 
 def recorded_train_throughput() -> dict[str, Any]:
@@ -407,9 +410,10 @@ class _OverTheNetwork:
         return self.inner.complete(request, on_text, on_retry)
 
 
+# tasks × random heads, `--max-turns 3`: what the concurrency and Ray ratios time
 BENCH_EPISODES = (
     4, 8,
-)  # tasks × random heads, `--max-turns 3`: what the concurrency and Ray ratios time
+)
 
 
 def bench_episodes(tasks: list[Any], n_agents: int, hidden_size: int) -> list[Any]:
@@ -473,8 +477,7 @@ def concurrency_speedup(sim_pool: Path) -> dict[str, float]:
 
 class LoopbackAgent:
     """An OpenAI-compatible chat server on 127.0.0.1 that answers every request with `answer`
-    after `latency_s`: a network-bound agent with no model behind it. Counts requests and keeps
-    the API keys it was sent (tests check where keys go)."""
+    after `latency_s`: a network-bound agent with no model behind it."""
 
     def __init__(
         self, latency_s: float,
@@ -483,19 +486,11 @@ class LoopbackAgent:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        owner = self
-        self.requests = 0
-        self.keys: set[str] = set()
-        self._lock = threading.Lock()
-
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
-                with owner._lock:
-                    owner.requests += 1
-                    owner.keys.add(self.headers.get("authorization", "").removeprefix("Bearer "))
                 time.sleep(latency_s)
                 body = json.dumps(
                     {

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Annotated, Any
 
 import typer
 
-from trinity_cli.cli.console import stderr
+from trinity_cli.cli.console import stderr, warn
 
 RayAddress = Annotated[
     str | None,
@@ -36,16 +36,15 @@ def check_ray_flags(address: str | None, workers: int | None) -> None:
 
 
 def runner_for(
-    address: str | None, workers: int | None, tasks: Sequence[Any], run: Any, *,
-    quiet: bool = False, coordinators: dict[str, Any] | None = None,
-) -> AbstractContextManager[Any]:
-    """A RayRunner under --ray (shut down on exit), else None (the run plays here). The Ray
-    workers load `run`'s coordinators (default: those it has made so far)."""
+    address: str | None, workers: int | None, tasks: Sequence[Any], *, quiet: bool = False
+) -> Callable[[Any, dict[str, Any]], AbstractContextManager[Any]]:
+    """Where a run plays (runtime.RunnerFactory): a RayRunner under --ray, shut down on exit,
+    its workers loading the coordinators they are given; else here."""
+    from trinity_cli.runtime import play_here
+
     if address is None:
-        return nullcontext(None)
-    if coordinators is None:
-        coordinators = run.coordinators
-    return _announced(
+        return play_here
+    return lambda run, coordinators: _announced(
         address, workers, run.pool, tasks, run.workers, coordinators, run.caches, quiet
     )
 
@@ -61,7 +60,7 @@ def _announced(
     with ray_runner(
         address, workers, pool, tasks, threads=threads, coordinators=coordinators,
         backbone_sha256=backbone_of(pool).sha256, caches=caches,
-        warn=lambda msg: stderr.print(f"warning: {msg}", markup=False, highlight=False),
+        warn=warn,
     ) as runner:
         if not quiet:
             nodes = sorted({identity["node"] for identity in runner.identities})

@@ -39,7 +39,7 @@ def print_eval_plan(job: EvalJob) -> None:
     from trinity_cli.train.plan import plan_evaluation
 
     plan = plan_evaluation(
-        job.chosen, job.fixed_tasks, job.pool.agents, job.names, max_turns=job.max_turns,
+        job.played, job.fixed_tasks, job.pool.agents, job.names, max_turns=job.max_turns,
         samples=job.sample, baselines=job.kinds,
     )
     for row, episodes in plan.parts.items():

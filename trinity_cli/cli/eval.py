@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -90,7 +92,7 @@ def eval_command(
         ),
     ] = 0,
     seed: opt.Seed = 0, json_out: opt.Json = False, no_cache: opt.NoCache = False,
-    workers: opt.Workers = None, budget_usd: opt.Budget = None, no_log: opt.NoLog = False,
+    workers: opt.Workers = None, budget_usd: opt.BudgetUsd = None, no_log: opt.NoLog = False,
     offline: opt.Offline = False,
     out_dir: Annotated[
         Path, typer.Option("--out-dir", help="Where the quality/cost curve of several heads goes.")
@@ -106,20 +108,22 @@ def eval_command(
     job = plan_eval(
         load_run_pool(pool, offline, budget_usd), tasks, weights, split, limit=limit,
         max_turns=max_turns, cost_weight=cost_weight, baselines=baselines, sample=sample, seed=seed,
-        budget_usd=budget_usd, note=say,
+        budget_usd=budget_usd, note=say, warn=warn,
     )
     if dry_run:
         print_eval_plan(job)
         return 0
-    with stderr.status(f"eval: {job.names[0]} on {len(job.chosen)} tasks…") as status:
-        evaluated = evaluate_and_report(
-            job, no_cache=no_cache, workers=workers, log=not no_log, warn=warn,
-            on_row=lambda row: status.update(
-                f"eval: {row.policy} {row.pass_at_1:.3f}; the next row…"
-            ),
-            open_runner=lambda run: runner_for(ray, ray_workers, job.all_tasks, run),
-            out_dir=out_dir,
-        )  # the status line shows on a terminal only
+
+    @contextmanager
+    def status_line() -> Iterator[Callable[[Any], None]]:  # shown on a terminal only
+        with stderr.status(f"eval: {job.names[0]} on {len(job.played)} tasks…") as status:
+            yield lambda r: status.update(f"eval: {r.policy} {r.pass_at_1:.3f}; the next row…")
+
+    evaluated = evaluate_and_report(
+        job, no_cache=no_cache, workers=workers, log=not no_log, warn=warn,
+        open_runner=runner_for(ray, ray_workers, job.all_tasks), rows_display=status_line,
+        out_dir=out_dir,
+    )
     if json_out:
         print(json.dumps(evaluated.report, indent=2))
     else:

@@ -21,7 +21,6 @@ from trinity_cli.cli.log_access import (
     show_summary,
     stored_run,
 )
-from trinity_cli.cli.tables import print_runs, print_stats
 
 EXIT_CODES = """Exit codes: 0 done; 2 usage (a bad flag or value, an unknown run id); 3 the log
 cannot be read (corrupt, or written by a newer trinity)."""
@@ -93,6 +92,8 @@ def logs(
     if json_out:
         print(json.dumps(runs, indent=2))
     else:
+        from trinity_cli.cli.tables import print_runs
+
         print_runs(runs)
     return 0
 
@@ -126,6 +127,8 @@ def stats(
     if json_out:
         print(json.dumps(rows, indent=2))
     else:
+        from trinity_cli.cli.tables import print_stats
+
         print_stats(rows)
     return 0
 

@@ -23,7 +23,7 @@ Tasks = Annotated[
         help="Task set: humaneval, mbpp, evalperf, a JSONL task file, or a comma list of them.",
     ),
 ]
-Budget = Annotated[
+BudgetUsd = Annotated[
     float | None,
     typer.Option("--budget-usd", min=0.0, help="Stop before spend could exceed this (exit 5)."),
 ]

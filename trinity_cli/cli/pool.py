@@ -40,7 +40,6 @@ def pool(
     from trinity_cli.cli.tables import agent_table
     from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.check import check_agent
-    from trinity_cli.runtime import profile_summaries
 
     pool_cfg = load_pool(pool)
     checks = [check_agent(spec) for spec in pool_cfg.agents]
@@ -69,6 +68,28 @@ def chosen_head(pool_cfg: Any, weights: str | None = None) -> tuple[Any, dict[st
     except ConfigError as exc:
         return None, {"source": None, "reason": f"solve would stop: {exc.message}"}
     return choice, choice.as_json()
+
+
+def profile_summaries(pool: Any, head_meta: dict[str, Any] | None) -> list[dict[str, Any] | None]:
+    """Each agent's profile (`trinity profile`) for the universal head: the chosen head when it
+    is one, else the shipped one; None where an agent has none."""
+    from trinity_cli.heads.files import UNIVERSAL, is_universal, read_metadata, shipped_dir
+    from trinity_cli.runtime import stored_profiles
+
+    if head_meta is None or not is_universal(head_meta):
+        shipped = shipped_dir() / f"{UNIVERSAL}.npz"
+        head_meta = read_metadata(shipped) if shipped.is_file() else None
+    if head_meta is None:
+        return [None] * len(pool.agents)
+    return [
+        None
+        if p is None
+        else {
+            "pass_rate": p.profile.pass_rate, "usd_per_answer": p.profile.usd_per_answer,
+            "n": p.profile.n, "created": p.created, "age_days": round(p.age_days, 2),
+        }
+        for p in stored_profiles(pool, head_meta)
+    ]
 
 
 def show_bundled(json_out: bool) -> int:

@@ -37,7 +37,7 @@ def profile(
             "--weights", help="The universal head whose basis the skills are measured in."
         ),
     ] = "universal",
-    budget_usd: opt.Budget = None,
+    budget_usd: opt.BudgetUsd = None,
     refresh: Annotated[
         bool, typer.Option("--refresh", help="Measure again even where a profile exists.")
     ] = False,
@@ -72,9 +72,7 @@ def profile(
         result = profile_pool(
             job, refresh=refresh, budget_usd=budget_usd, no_cache=no_cache, log=not no_log,
             warn=warn, on_plan=planned, on_agent=on_agent,
-            open_runner=lambda run: runner_for(
-                ray, ray_workers, job.all_tasks, run, quiet=quiet, coordinators={}
-            ),
+            open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
         )
     if json_out:
         print(json.dumps(result, indent=2))

@@ -1,5 +1,6 @@
-"""Sinks of the episode's events besides the display: the --jsonl writer and the warnings of
-inputs cut to fit a context."""
+"""Sinks of an episode's events besides the display (cli/display.py): the --jsonl writer, the
+warnings of inputs cut to fit a context, and `solve_sinks`, which gathers a solve run's sinks
+(those, the display and the run log)."""
 
 from __future__ import annotations
 
@@ -79,31 +80,32 @@ class CutWarnings:
 
 
 def solve_sinks(
-    solver: Solver, text: str, suite: Any, budget: Budget, settings: dict[str, Any],
-    warn: Callable[[str], None], *, show: bool, verbose: bool, jsonl: bool, log: bool,
+    solver: Solver, suite: Any, budget: Budget, settings: dict[str, Any],
+    warn: Callable[[str], None], *, show: bool, verbose: bool, searched: bool, jsonl: bool,
+    log: bool,
 ) -> Callable[[Event], None]:
     """Where a solve run's events go: the warnings of cut inputs (never silent), the display
-    (`show`), the --jsonl writer and the run log (`log`, unless TRINITY_NO_LOG; `settings`:
-    sample, seed, no_tests)."""
+    (`show`; `searched`: the run looked for tests, so finding none is news), the --jsonl writer
+    and the run log (`log`, unless TRINITY_NO_LOG; `settings`: what the log keeps besides the
+    turn limit and the budget)."""
     from trinity_cli.cli.console import stderr
     from trinity_cli.cli.display import TurnDisplay
     from trinity_cli.cli.problem import display_header
     from trinity_cli.store.runlog import RunLogSink, disabled
 
-    choice, names = solver.choice, solver.pool.names
+    head, names = solver.head, solver.pool.names
     sinks: list[Callable[[Event], None]] = [CutWarnings(warn)]
     tests = None if suite is None else {"source": suite.source, "count": suite.count}
     if show:
-        head = choice.source if verbose or choice.meta is None else Path(choice.source).name
-        searched = not settings["no_tests"]
-        header = display_header(solver.pool.source, head, tests, searched=searched)
+        source = head.source if verbose or head.meta is None else Path(head.source).name
+        header = display_header(solver.pool.source, source, tests, searched=searched)
         sinks.append(TurnDisplay(stderr, header, verbose))
     if jsonl:
         sinks.append(JsonlWriter(sys.stdout, names, suite, budget))
     if not disabled(not log):
         sinks.append(
             RunLogSink.start(
-                text, solver.pool, choice.source, tests=tests,
+                solver.problem, solver.pool, head.source, tests=tests,
                 settings={
                     "max_turns": solver.max_turns, "budget_usd": budget.limit_usd, **settings,
                 },

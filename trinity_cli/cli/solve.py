@@ -66,7 +66,7 @@ def solve(
             "--max-turns", min=1, help="Turn limit. Default: the head's training turns, else 5."
         ),
     ] = None,
-    budget_usd: opt.Budget = None, json_out: opt.Json = False,
+    budget_usd: opt.BudgetUsd = None, json_out: opt.Json = False,
     jsonl_out: Annotated[
         bool, typer.Option("--jsonl", help="Print one JSON event per line as it happens.")
     ] = False,
@@ -118,11 +118,10 @@ def solve(
     budget = Budget(budget_usd)
     settings = {"sample": sample, "seed": seed, "no_tests": no_tests}
     sinks = solve_sinks(
-        solver, text, suite, budget, settings, warn, show=not quiet, verbose=verbose,
-        jsonl=jsonl_out, log=not no_log,
+        solver, suite, budget, settings, warn, show=not quiet, verbose=verbose,
+        searched=not no_tests, jsonl=jsonl_out, log=not no_log,
     )
     result = solver.solve(
-        text,
         found is not None and found.stdin_program,  # the Worker's prompt says so, checked or not
         budget=budget, sample_seed=seed if sample else None, on_event=sinks,
         check=None if suite is None else suite.run,

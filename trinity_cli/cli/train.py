@@ -94,7 +94,7 @@ def train(
             help="Cross-validate head against plan over K folds of the training tasks (0: skip).",
         ),
     ] = 5,
-    budget_usd: opt.Budget = None,
+    budget_usd: opt.BudgetUsd = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
     no_cache: opt.NoCache = False, quiet: opt.Quiet = False, workers: opt.Workers = None,
     no_log: opt.NoLog = False, offline: opt.Offline = False, dry_run: opt.DryRun = False,
@@ -124,9 +124,9 @@ def train(
         print_plan(job)
         return 0
     trained = train_and_save(
-        job, resume=resume, no_cache=no_cache, workers=workers, log=not no_log, say=say, warn=warn,
+        job, no_cache=no_cache, workers=workers, log=not no_log, say=say, warn=warn,
         display=lambda run, coordinator: GenerationDisplay(stderr, run.caches, coordinator, quiet),
-        open_runner=lambda run: runner_for(ray, ray_workers, job.all_tasks, run, quiet=quiet),
+        open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
     )
     for line in summary_lines(job, trained):
         say(line)

@@ -132,9 +132,10 @@ class LlamaCoordinator:
         self._window = self._model.sliding_window
         if self._ring is not None:
             params.swa_full = False
+            # sequence 1: a scratch copy for wrapping cues
             params.n_seq_max, params.kv_unified = (
                 2, False,
-            )  # sequence 1: a scratch copy for wrapping cues
+            )
             params.n_ctx = 2 * n_ctx  # per sequence: n_ctx
         params.embeddings = False  # see _read_embeddings
         params.pooling_type = ll.LLAMA_POOLING_TYPE_NONE
@@ -243,13 +244,15 @@ class LlamaCoordinator:
 
     def _encode_locked(self, ids: list[int], wanted: list[int]) -> tuple[np.ndarray, int]:
         outputs_from = max(0, len(wanted) - MIN_EXACT_BATCH)
+        # the cue is always evaluated
         start = min(
             self._pick_session(wanted), len(ids), outputs_from
-        )  # the cue is always evaluated
+        )
         if self._read_embeddings and 0 < outputs_from - start < MIN_EXACT_BATCH:
+            # the batch before the outputs is exact too
             start = max(
                 0, outputs_from - MIN_EXACT_BATCH
-            )  # the batch before the outputs is exact too
+            )
         start = self._truncate(start)
         evaluated, seq = len(wanted) - start, 0
         if self._ring is not None and len(ids) % self._ring + len(wanted) - len(ids) > self._ring:

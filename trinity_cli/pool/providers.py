@@ -19,13 +19,15 @@ class ProviderKind:
     priced: bool = True  # billed per token at the pool's prices (False: free, its prices ignored)
     # transient errors are retried (1 + `retries` attempts), and its context fitted to n_ctx
     retried: bool = True
+    # environment variables its API key is read from (`api_key_env` overrides)
     key_envs: tuple[
         str, ...
-    ] = ()  # environment variables its API key is read from (`api_key_env` overrides)
+    ] = ()
     roles: tuple[str, ...] = ROLES  # the roles an agent of it plays unless the pool says otherwise
+    # pool keys only agents of this provider (and others naming them) take
     keys: tuple[
         str, ...
-    ] = ()  # pool keys only agents of this provider (and others naming them) take
+    ] = ()
     from_tasks: bool = (
         False  # built with the task set: Class.for_tasks(spec, tasks, coordinator_model, store)
     )

@@ -280,9 +280,10 @@ class LocalProvider:
         )
         if self._render is None and request.role is Role.WORKER:
             parts = _TOP_LEVEL.split(text, maxsplit=1) if request.answer_prefix else [text]
+            # an unindented line ended the answer before the limit
             truncated = (
                 truncated and len(parts) == 1
-            )  # an unindented line ended the answer before the limit
+            )
             text = f"```python\n{request.answer_prefix}{parts[0].rstrip()}\n```"
         return text, prompt, count, truncated
 
@@ -300,9 +301,10 @@ class LocalProvider:
             tokens = runtime.model.tokenize(word, bos=False)
             total = float(after_prompt[tokens[0]])
             for i, token in enumerate(tokens[1:]):
+                # the KV past the prompt is replaced
                 runtime.evaluate(
                     [tokens[i]], len(prompt.tokens) + i
-                )  # the KV past the prompt is replaced
+                )
                 total += float(runtime.logprobs()[token])
             scores[verdict] = total
             n_out += len(tokens)

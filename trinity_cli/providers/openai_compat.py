@@ -99,9 +99,10 @@ class OpenAIProvider:
         except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         text = "".join(parts)
+        # completion_tokens includes reasoning tokens
         if (
             usage is not None and usage.prompt_tokens is not None
-        ):  # completion_tokens includes reasoning tokens
+        ):
             tokens_in, tokens_out, estimated = (
                 usage.prompt_tokens, usage.completion_tokens or 0, False,
             )

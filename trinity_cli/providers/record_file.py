@@ -107,9 +107,10 @@ def load_record(path: Path) -> Record:
 def parse_record(path: Path) -> Record:
     record = Record(path)
     seen: dict[tuple[str, str, int, int], int] = {}  # (model, task, sample, round) → line
+    # (model, task) → ("code" | "rate", first line)
     kinds: dict[
         tuple[str, str], tuple[str, int]
-    ] = {}  # (model, task) → ("code" | "rate", first line)
+    ] = {}
     rounds: dict[tuple[str, str, int], list[Program]] = {}
     for number, raw in _lines(path):
         where = f"{path}:{number}"
@@ -173,9 +174,10 @@ def _checked(raw: dict[str, Any], where: str) -> dict[str, Any]:
     for key in ("model", "task_id"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise ConfigError(f"{where}: field {key!r} is missing or not a non-empty string")
+    # "" is an answer: a model that returned nothing
     if "pass_rate" not in raw and not isinstance(
         raw.get("code"), str
-    ):  # "" is an answer: a model that returned nothing
+    ):
         raise ConfigError(f"{where}: field 'code' is missing or not a string")
     for key in ("sample", "round", "tokens_in", "tokens_out"):
         if key in raw and (

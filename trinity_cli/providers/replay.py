@@ -77,9 +77,10 @@ MUTANT_CHECK_S = 3.0  # a mutant that runs longer is skipped: it would slow ever
 REASON_CHARS = 200
 TokenCounter = Callable[[str], int]
 
+# (task, its tests, correct program) → failing variant
 _FAILING: dict[
     tuple[str, str, str], str
-] = {}  # (task, its tests, correct program) → failing variant
+] = {}
 _FAILING_LOCK = threading.Lock()
 
 

@@ -47,12 +47,13 @@ PLAIN_KEYS = (
 )
 TESTTYPES = ("stdin", "functional")
 MAX_PICKLE_BYTES = 1 << 30  # LCB's private tests, decompressed; more is a zip bomb, not a test set
+# all a pickled str needs (protocols 0-5)
 _STR_OPCODES = frozenset(
     {
         "PROTO", "FRAME", "STOP", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "PUT",
         "BINPUT", "LONG_BINPUT", "MEMOIZE",
     }
-)  # all a pickled str needs (protocols 0-5)
+)
 
 
 @dataclass(frozen=True)

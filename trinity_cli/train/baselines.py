@@ -142,9 +142,10 @@ class HeadUnderTest:
     transcript_format: str = CURRENT_FORMAT.id  # the coordinator's, as in runner.Episode
 
 
+# row kinds, in table order
 BASELINES = (
     "random", "pipeline", "single", "loop", "cascade", "best-fixed", "oracle",
-)  # row kinds, in table order
+)
 
 
 @dataclass(frozen=True)
@@ -274,9 +275,10 @@ def evaluate(
         ):
             if other is not None:
                 margin = paired_margin(rows[0].passes, other.passes)
+                # JSON has no infinity
                 margins[key] = (
                     round(margin, 3) if math.isfinite(margin) else None
-                )  # JSON has no infinity
+                )
     return {
         "schema_version": SCHEMA_VERSION, "tasks": len(tasks),
         "rel_err_reduction_vs_best_single": reduction,

@@ -310,9 +310,10 @@ def train(
         candidates = [optimizer.ask() for _ in range(optimizer.population_size)]
         heads = [start.head.with_weights(x) for x in candidates]
         episodes = []
+        # task-major: one KV prefix per task
         for task_index in batch_for(
             tasks, settings, generation
-        ):  # task-major: one KV prefix per task
+        ):
             task = tasks[task_index]
             if pools is None:
                 episodes += [
@@ -326,9 +327,10 @@ def train(
                     for head in heads
                 ]
         played = forest.play(episodes, budget)
+        # never tell the optimizer a partial population
         if any(
             outcome.verdict == BUDGET for outcome in played
-        ):  # never tell the optimizer a partial population
+        ):
             stopped_for_budget = True
             break
         episodes_played += len(played)

@@ -18,8 +18,10 @@ from trinity_cli.runtime import (
     FALLBACK,
     LoadedHead,
     Run,
+    RunnerFactory,
     build_run,
     choose_policy,
+    play_here,
     warn_if_other_numerics,
 )
 from trinity_cli.store.runlog import disabled, summary_row
@@ -40,10 +42,10 @@ class EvalJob:
     split: str
     limit: int | None
     all_tasks: list[Task]
-    chosen: list[Task]  # the tasks every row plays
+    played: list[Task]  # the tasks every row plays
     scope: str  # which tasks, in words
     fixed_tasks: list[Task]  # where best-fixed is chosen (none: no best-fixed row)
-    choices: list[LoadedHead]
+    heads: list[LoadedHead]
     names: list[str]  # the heads' rows
     kinds: tuple[str, ...]  # the baseline rows
     max_turns: int
@@ -54,42 +56,41 @@ class EvalJob:
 
     @property
     def sources(self) -> str:
-        return ", ".join(choice.source for choice in self.choices)
+        return ", ".join(head.source for head in self.heads)
 
 
 def plan_eval(
     pool: Pool, tasks: str, weights: str | None, split: str = "test", *, limit: int | None = None,
     max_turns: int | None = None, cost_weight: float | None = None, baselines: str = "all",
     sample: int = 0, seed: int = 0, budget_usd: float | None = None, note: Say = lambda msg: None,
+    warn: Say = lambda msg: None,
 ) -> EvalJob:
     """The job, or a usage or configuration error before anything is built. Turn limit and
-    cost weight default to the first head's training settings."""
+    cost weight default to the first head's training settings. `note` hears which tasks and
+    rows are left out, `warn` of heads scored on their own training tasks."""
     kinds = baseline_kinds(baselines)
-    choices = [choose_policy(pool, name, warn=lambda msg: None) for name in head_names(weights)]
-    training = (choices[0].meta or {}).get("training", {})
+    heads = [choose_policy(pool, name, warn=lambda msg: None) for name in head_names(weights)]
+    training = (heads[0].meta or {}).get("training", {})
     max_turns = max_turns or training.get("max_turns") or DEFAULT_MAX_TURNS
     cost_weight = (training.get("cost_weight") or 0.0) if cost_weight is None else cost_weight
     all_tasks = load_tasks(tasks)
-    chosen, left_out = gradable(select_split(all_tasks, split))
+    played, left_out = gradable(select_split(all_tasks, split))
     if left_out:
         note(f"note: {left_out}")
-    if not chosen:
+    if not played:
         raise UsageError(f"task set {tasks} has no gradable tasks in its {split} split")
-    scope = f"{len(chosen)} tasks"
-    if limit is not None and limit < len(chosen):
-        scope = f"the first {limit} of {len(chosen)} tasks (--limit)"
-        chosen = chosen[:limit]
+    scope = f"{len(played)} tasks"
+    if limit is not None and limit < len(played):
+        scope = f"the first {limit} of {len(played)} tasks (--limit)"
+        played = played[:limit]
     fixed_tasks = _fixed_tasks(all_tasks, tasks, split, note) if "best-fixed" in kinds else []
-    for choice in choices:
-        trained_on = (choice.meta or {}).get("training", {})
+    for head in heads:
+        trained_on = (head.meta or {}).get("training", {})
         if trained_on.get("tasks") == tasks and split in ("train", "all"):
-            note(
-                f"warning: these tasks overlap the head's training split ({tasks}:train): "
-                f"{choice.source}"
-            )
+            warn(f"these tasks overlap the head's training split ({tasks}:train): {head.source}")
     return EvalJob(
-        pool, tasks, split, limit, all_tasks, chosen, scope, fixed_tasks, choices,
-        _row_names(choices), kinds, max_turns, cost_weight, sample, seed, budget_usd,
+        pool, tasks, split, limit, all_tasks, played, scope, fixed_tasks, heads,
+        _row_names(heads), kinds, max_turns, cost_weight, sample, seed, budget_usd,
     )
 
 
@@ -110,11 +111,11 @@ def _fixed_tasks(all_tasks: list[Task], tasks: str, split: str, note: Say) -> li
     return fixed_tasks
 
 
-def _row_names(choices: Sequence[LoadedHead]) -> list[str]:
-    if len(choices) == 1:
-        return ["fallback" if choices[0].source == FALLBACK else "trained"]
+def _row_names(heads: Sequence[LoadedHead]) -> list[str]:
+    if len(heads) == 1:
+        return ["fallback" if heads[0].source == FALLBACK else "trained"]
     return [
-        "fallback" if c.source == FALLBACK else f"trained:{Path(c.source).stem}" for c in choices
+        "fallback" if h.source == FALLBACK else f"trained:{Path(h.source).stem}" for h in heads
     ]
 
 
@@ -139,17 +140,18 @@ class Evaluated:
 
 def evaluate_and_report(
     job: EvalJob, *, no_cache: bool = False, workers: int | None = None, log: bool = True,
-    warn: Say = lambda msg: None, on_row: Callable[[Any], None] = lambda row: None,
-    open_runner: Callable[[Run], AbstractContextManager[Any]] = lambda run: nullcontext(None),
+    warn: Say = lambda msg: None, open_runner: RunnerFactory = play_here,
+    rows_display: Callable[[], AbstractContextManager[Callable[[Any], None]]] = lambda: nullcontext(
+        lambda row: None
+    ),
     out_dir: Path = Path("."),
 ) -> Evaluated:
     """Every row on the job's tasks, with `log` one summary row in the run log (TRINITY_NO_LOG
     turns it off); with several heads, their quality/cost curve written to `out_dir`. A budget
-    refusal ends the rows early: the report is then `partial` with its `error`."""
+    refusal ends the rows early: the report is then `partial` with its `error`. While the rows
+    play, `rows_display()` is entered and what it yields hears each finished row."""
     run = build_run(job.pool, job.all_tasks, no_cache, workers)
-    heads = [
-        _head_under_test(choice, name, run, warn) for choice, name in zip(job.choices, job.names)
-    ]
+    heads = [_head_under_test(head, name, run, warn) for head, name in zip(job.heads, job.names)]
     budget = Budget(job.budget_usd)
     settings = {
         "split": job.split, "limit": job.limit, "max_turns": job.max_turns, "sample": job.sample,
@@ -160,9 +162,9 @@ def evaluate_and_report(
     logged = summary_row(
         "eval", problem, job.pool, job.sources, settings, enabled=not disabled(not log), warn=warn
     )
-    with logged as summary, open_runner(run) as runner:
+    with logged as summary, open_runner(run, run.coordinators) as runner, rows_display() as on_row:
         report = evaluate(
-            job.chosen, run.agents, heads, run.caches.grader, max_turns=job.max_turns,
+            job.played, run.agents, heads, run.caches.grader, max_turns=job.max_turns,
             samples=job.sample, seed=job.seed, workers=run.workers, budget=budget, runner=runner,
             baselines=job.kinds,
             fixed_on=FixedOn(job.fixed_tasks, job.cost_weight) if job.fixed_tasks else None,
@@ -178,11 +180,11 @@ def evaluate_and_report(
     return Evaluated(report, rows, budget, written)
 
 
-def _head_under_test(choice: LoadedHead, name: str, run: Run, warn: Say) -> HeadUnderTest:
+def _head_under_test(head: LoadedHead, name: str, run: Run, warn: Say) -> HeadUnderTest:
     """A head's row: a coordinator in its transcript format where it reads states."""
     coordinator = None
-    if choice.policy.needs_hidden:
-        coordinator = run.coordinator(choice.transcript_format)
-        warn_if_other_numerics(choice, coordinator, warn)
-    cost_weight = (choice.meta or {}).get("training", {}).get("cost_weight")
-    return HeadUnderTest(name, choice.policy, coordinator, cost_weight, choice.transcript_format)
+    if head.policy.needs_hidden:
+        coordinator = run.coordinator(head.transcript_format)
+        warn_if_other_numerics(head, coordinator, warn)
+    cost_weight = (head.meta or {}).get("training", {}).get("cost_weight")
+    return HeadUnderTest(name, head.policy, coordinator, cost_weight, head.transcript_format)

@@ -97,9 +97,10 @@ def plan_training(
     for held_out in deal(tasks, folds) * starts if folds else []:
         fit = [t for i, t in enumerate(tasks) if i not in set(held_out)]
         add_training(tally, fit, agents, settings, "cross-validation")
+        # head, plan, padded plan
         tally.add(
             "cross-validation", [tasks[i] for i in held_out], settings.max_turns, 3
-        )  # head, plan, padded plan
+        )
     return tally.plan()
 
 
@@ -136,9 +137,10 @@ def add_training(
     """One es.train: best-fixed and the start, the search, the final head's score."""
     for plan in family(agents, settings.max_turns):
         tally.add(part or "best-fixed", tasks, len(plan))
+    # the padded plan's states, the start head
     tally.add(
         part or "best-fixed", tasks, settings.max_turns, 2
-    )  # the padded plan's states, the start head
+    )
     for generation in range(settings.generations):
         tally.add(
             part or "search", [tasks[i] for i in batch_for(tasks, settings, generation)],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, closing, nullcontext
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Transcript
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
 from trinity_cli.pool.spec import AgentSpec, Pool
+from trinity_cli.runtime import RunnerFactory, backbone_of, build_run, play_here, profile_scale
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.fitness import Outcome
 from trinity_cli.train.runner import Episode, Runner
@@ -88,7 +89,6 @@ class ProfileJob:
 def plan_profiles(pool: Pool, tasks: str, n: int, weights: str) -> ProfileJob:
     """The job, or a usage or configuration error before anything is built."""
     from trinity_cli.heads.files import in_head_format, is_universal, load_head, mismatches, resolve
-    from trinity_cli.runtime import backbone_of, profile_scale
     from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
 
     head_path = resolve(weights)
@@ -123,7 +123,7 @@ def profile_pool(
     no_cache: bool = False, log: bool = True, warn: Callable[[str], None] = lambda msg: None,
     on_plan: Callable[[list[AgentSpec], float], None] = lambda todo, worst: None,
     on_agent: Callable[[str], Callable[[], None]] = lambda name: lambda: None,
-    open_runner: Callable[[Any], AbstractContextManager[Any]] = lambda run: nullcontext(None),
+    open_runner: RunnerFactory = play_here,
 ) -> dict[str, Any]:
     """Measure and store the profile of every agent not yet profiled on these tasks (all of
     them with `refresh`), with `log` one summary row in the run log; returns every agent's
@@ -172,10 +172,9 @@ def profile_pool(
 def _measure(
     job: ProfileJob, store: Any, todo: Sequence[AgentSpec], budget: Budget, done: list[str],
     no_cache: bool, on_agent: Callable[[str], Callable[[], None]],
-    open_runner: Callable[[Any], AbstractContextManager[Any]],
+    open_runner: RunnerFactory,
 ) -> None:
     """Each agent of `todo` measured and stored in turn, its name then added to `done`."""
-    from trinity_cli.runtime import build_run
     from trinity_cli.train.runner import LocalRunner, Players
 
     if not todo:
@@ -185,7 +184,7 @@ def _measure(
     states = problem_states(
         job.calibration, run.coordinator(job.transcript_format, sessions=1), job.head
     )
-    with open_runner(run) as cluster:
+    with open_runner(run, {}) as cluster:  # an answer alone needs no coordinator
         runner = cluster or LocalRunner(Players(run.agents, run.caches.grader))
         for spec in todo:
             index = job.pool.agents.index(spec)

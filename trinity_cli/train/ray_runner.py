@@ -157,9 +157,10 @@ class KeptTable:
         return _ray().get(self.keeper.get.remote(self.table, key))
 
     def put(self, key: str, value: Any) -> None:
+        # stored before the episode goes on
         _ray().get(
             self.keeper.put.remote(self.table, key, value)
-        )  # stored before the episode goes on
+        )
 
     def count(self) -> int:
         return int(_ray().get(self.keeper.count.remote(self.table)))
@@ -252,13 +253,15 @@ class RayRunner:
     workers: int
     cpus_per_worker: float
     keeper: Any
+    # transcript format → the driver's identity (worker_identity)
     expected: dict[
         str, dict[str, Any]
-    ]  # transcript format → the driver's identity (worker_identity)
+    ]
     warn: Callable[[str], None]
+    # adds workers' cache figures (EpisodeWorker.counts) to the driver's
     tally: Callable[
         [dict[str, int]], None
-    ]  # adds workers' cache figures (EpisodeWorker.counts) to the driver's
+    ]
 
     def __post_init__(self) -> None:
         ray = _ray()
@@ -283,9 +286,10 @@ class RayRunner:
             identity = ray.get(ref)
         except ray.exceptions.RayTaskError as failed:
             raise _cause(failed) from None
+        # its __init__ raised (say, another GGUF there)
         except (
             ray.exceptions.RayActorError
-        ) as failed:  # its __init__ raised (say, another GGUF there)
+        ) as failed:
             cause = getattr(failed, "cause", None) or getattr(
                 getattr(failed, "error", None), "cause", None
             )
@@ -327,9 +331,10 @@ class RayRunner:
                 worker, chunk, attempt = running.pop(done[0])
                 try:
                     played = ray.get(done[0])
+                # the worker died: replace it, play its units again
                 except (
                     ray.exceptions.RayActorError
-                ):  # the worker died: replace it, play its units again
+                ):
                     ray.get(self.keeper.void.remote(attempt))
                     self.actors[worker] = self._start()
                     self.identities[worker] = self._check(self.actors[worker])
@@ -372,9 +377,10 @@ def connect(address: str) -> bool:
     """ray.init for `--ray ADDRESS`; True when this run started its own (private) cluster."""
     import logging
 
+    # Ray's C++ retries would print a line a second
     os.environ.setdefault(
         "RAY_BACKEND_LOG_LEVEL", "error"
-    )  # Ray's C++ retries would print a line a second
+    )
     ray = _ray()
     local = address == "local"
     reachable(address)
@@ -431,9 +437,10 @@ def ray_runner(
 
     `coordinators` are the driver's, by transcript format: the workers must match their numerics."""
     ray = _ray()
+    # a library caller may have connected
     started_here = (
         False if ray.is_initialized() else connect(address)
-    )  # a library caller may have connected
+    )
     runner = keeper = None
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

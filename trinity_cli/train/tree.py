@@ -45,9 +45,10 @@ from trinity_cli.train.runner import Episode, Players, Runner
 
 Step = tuple[int, int]  # (agent index among the episode's agents, role index in ROLE_ORDER)
 Path = tuple[Step, ...]
+# (task id, the episode's agents; None: the whole pool)
 TreeKey = tuple[
     str, tuple[int, ...] | None
-]  # (task id, the episode's agents; None: the whole pool)
+]
 
 
 @dataclass
@@ -130,9 +131,10 @@ class Forest:
     trees: dict[TreeKey, dict[Path, Node]] = field(default_factory=dict)
     grown: int = 0  # nodes made (agent calls, and encodings where a policy read the state)
     encoded: int = 0
+    # the nodes whose calls this forest paid for
     made: list[tuple[TreeKey, Path]] = field(
         default_factory=list
-    )  # the nodes whose calls this forest paid for
+    )
 
     def play(self, episodes: Sequence[Episode], budget: Budget | None = None) -> list[Outcome]:
         """Each episode's outcome, as `run_episode` would give it (nodes grown as needed). An
@@ -158,9 +160,10 @@ class Forest:
                     wanted.setdefault(key, grow)
             if not wanted:
                 break
+            # task-major: one KV prefix per task
             units = sorted(
                 wanted.items(), key=lambda item: item[0][0][0]
-            )  # task-major: one KV prefix per task
+            )
             made = self.runner.map([grow for _, grow in units], budget)
             for ((tree, path, _), grow), node in zip(units, made):
                 if node.outcome.verdict in (BUDGET, PROVIDER_ERROR):

@@ -59,9 +59,10 @@ def input_space(
     −skill_weight): with skill_weight 0, the agent with the best pass rate whatever the task. On
     a Verifier's turn the turn's row of W cancels the pass rate and offset and weighs the cost:
     the cheapest agent (up to z · skill when skill_weight > 0). The search refines it from there."""
+    # task sets come in blocks (HumanEval, then MBPP)
     spread = list(tasks)[
         :: max(1, len(tasks) // STATS_TASKS)
-    ]  # task sets come in blocks (HumanEval, then MBPP)
+    ]
     linear = pipeline_space(spread, [a.name for a in agents][:3], coordinator, components)
     k = linear.n_features
     size = k + PROFILE_EXTRA

@@ -5,7 +5,6 @@ episodes are played (a Ray cluster or here)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from trinity_cli.core.head import PlanPolicy
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
 from trinity_cli.heads.files import metadata_for, plan_path, save_head
 from trinity_cli.pool.spec import Pool
-from trinity_cli.runtime import Run, backbone_of, build_run
+from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
 from trinity_cli.tasks.taskset import Task, gradable, load_tasks, select_split
 from trinity_cli.train.checkpoint import checkpoint_path, unfinished
@@ -27,10 +26,10 @@ from trinity_cli.train.fixed import describe, padded
 Say = Callable[[str], None]
 
 
-class Quiet:
+class NoDisplay:
     """A generation display that shows nothing."""
 
-    def __enter__(self) -> Quiet:
+    def __enter__(self) -> NoDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -52,13 +51,15 @@ class TrainJob:
     settings: TrainSettings
     folds: int
     imitations: tuple[str, ...]  # the starts cross-validation compares; the first without folds
+    resume: bool = False  # continue from the checkpoint beside `out`
 
 
 def plan_job(
-    pool: Pool, tasks: str, out: Path, settings: TrainSettings, folds: int, imitate: str,
-    resume: bool, note: Say,
+    pool: Pool, tasks: str, out: Path, settings: TrainSettings, folds: int = 5,
+    imitate: str = "auto", resume: bool = False, note: Say = lambda msg: None,
 ) -> TrainJob:
-    """The job, or a usage or configuration error before anything is built."""
+    """The job, or a usage or configuration error before anything is built (`resume`: continue
+    the checkpoint beside `out`, which is refused otherwise; `note` hears what is left out)."""
     if not resume and unfinished(out):
         raise ConfigError(
             f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
@@ -80,7 +81,7 @@ def plan_job(
     # without folds nothing tells the starts apart: best-fixed
     imitations = (imitate,) if imitate != "auto" else IMITATE if folds else IMITATE[:1]
     settings = replace(settings, imitate=imitations[0])
-    return TrainJob(pool, tasks, all_tasks, train_tasks, out, settings, folds, imitations)
+    return TrainJob(pool, tasks, all_tasks, train_tasks, out, settings, folds, imitations, resume)
 
 
 @dataclass
@@ -94,16 +95,16 @@ class Trained:
 
 
 def train_and_save(
-    job: TrainJob, *, resume: bool = False, no_cache: bool = False, workers: int | None = None,
+    job: TrainJob, *, no_cache: bool = False, workers: int | None = None,
     log: bool = True, say: Say = lambda msg: None, warn: Say = lambda msg: None,
-    display: Callable[[Run, Any], Any] = lambda run, coordinator: Quiet(),
-    open_runner: Callable[[Run], AbstractContextManager[Any]] = lambda run: nullcontext(None),
+    display: Callable[[Run, Any], Any] = lambda run, coordinator: NoDisplay(),
+    open_runner: RunnerFactory = play_here,
 ) -> Trained:
     """Cross-validate the starts (--folds), train, and write the head, its plan, its curve and
     its metadata; with `log`, one summary row in the run log (TRINITY_NO_LOG turns it off).
     `display(run, coordinator)` is a context manager whose `update` gets each generation's
-    report; `open_runner(run)` one that yields a Ray runner or None (play here)."""
-    settings, folds, out = job.settings, job.folds, job.out
+    report; `open_runner` says where the episodes are played (runtime.RunnerFactory)."""
+    settings, folds, out, resume = job.settings, job.folds, job.out, job.resume
     run = build_run(job.pool, job.all_tasks, no_cache, workers)
     coordinator = run.coordinator()
     backbone = backbone_of(job.pool)
@@ -122,7 +123,7 @@ def train_and_save(
     validation: CrossValidation | None = None
     validations: dict[str, CrossValidation] = {}
     budget = Budget(settings.budget_usd)
-    with logged as summary, open_runner(run) as runner, shown:
+    with logged as summary, open_runner(run, run.coordinators) as runner, shown:
         forest = new_forest(
             run.agents, coordinator, run.caches.grader, settings.max_turns, run.workers, runner
         )
