@@ -188,6 +188,12 @@ def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
     assert (workdir / "h.ckpt").read_bytes() == b"an unfinished run"
 
 
+def test_resume_without_a_checkpoint_stops_before_any_work(workdir):
+    result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--resume")
+    assert result.returncode == 3 and "--resume: no checkpoint at h.ckpt" in result.stderr
+    assert "cross-validating" not in result.stderr and not (workdir / "h.npz").exists()
+
+
 def test_the_rule_is_written_once_and_quoted_by_the_help_and_the_readme():
     assert len(STEPS) == 7 and RULE.count(" > ") == 6
     quoted = {

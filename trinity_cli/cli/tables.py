@@ -21,7 +21,7 @@ def print_eval(job: EvalJob, report: dict[str, Any], rows: list[Any]) -> None:
     first head's paired margins."""
     title = (
         f"{job.tasks}:{job.split} · {job.scope} · {job.sources} · --max-turns {job.max_turns} "
-        "(pipeline: rows play one turn per role, at least 3)"
+        "(pipeline: rows' limit is one turn per role, at least 3)"
     )
     partial = " · PARTIAL: stopped by --budget-usd" if report["partial"] else ""
     table = Table(title=title + partial, title_justify="left")

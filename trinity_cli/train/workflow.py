@@ -60,6 +60,8 @@ def plan_job(
 ) -> TrainJob:
     """The job, or a usage or configuration error before anything is built (`resume`: continue
     the checkpoint beside `out`, which is refused otherwise; `note` hears what is left out)."""
+    if resume and not checkpoint_path(out).exists():  # before minutes of cross-validation
+        raise ConfigError(f"--resume: no checkpoint at {checkpoint_path(out)}")
     if not resume and unfinished(out):
         raise ConfigError(
             f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
