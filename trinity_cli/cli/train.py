@@ -106,7 +106,7 @@ def train(
     from trinity_cli.runtime import load_run_pool
     from trinity_cli.train.checkpoint import default_out
     from trinity_cli.train.es import TrainSettings
-    from trinity_cli.train.workflow import plan_job, summary_lines, train_and_save
+    from trinity_cli.train.workflow import plan_job, train_and_save
 
     check_ray_flags(ray, ray_workers)
     if out is not None and out.suffix != ".npz":
@@ -128,6 +128,6 @@ def train(
         display=lambda run, coordinator: GenerationDisplay(stderr, run.caches, coordinator, quiet),
         open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
     )
-    for line in summary_lines(job, trained):
+    for line in trained.summary_lines():
         say(line)
     return 5 if trained.result.stopped_for_budget else 0

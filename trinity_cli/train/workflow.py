@@ -88,12 +88,46 @@ def plan_job(
 
 @dataclass
 class Trained:
+    job: TrainJob
     result: TrainResult
     validation: CrossValidation | None
     plan_out: Path
     plotted: bool  # the curve's .png was drawn too
     run: Run
     coordinator: Any
+
+    def summary_lines(self) -> list[str]:
+        """What the run made, for the user: the head's fitness, its held-out margin, the files."""
+        job, result, validation = self.job, self.result, self.validation
+        lines = []
+        overrun = result.budget.overrun_warning() if result.budget else None
+        if overrun:
+            lines.append(f"warning: {overrun}")
+        kept = "; the search did not beat its start there, so the head is the start"
+        lines.append(
+            f"head: fitness {result.fitness:.4f} on the training tasks (start "
+            f"{result.start.fitness:.4f})" + (kept if result.kept_start else "")
+        )
+        if validation is not None:
+            scores = validation.as_json()
+            margin = "n/a" if validation.margin_se is None else f"{validation.margin_se:+.2f}"
+            lines.append(
+                f"cross-validated ({job.folds} folds): head {scores['head_fitness']:.4f} vs its "
+                f"plan {scores['plan_fitness']:.4f} ({margin} SE; choices differ on "
+                f"{validation.differing} of {len(job.train_tasks)} tasks)"
+            )
+            if validation.below_start:
+                lines.append(
+                    f"the head is below its starting plan: solve routes with the plan "
+                    f"{self.plan_out} unless the head is named"
+                )
+        png = ", .png" if self.plotted else ""
+        lines.append(
+            f"wrote {job.out} and {self.plan_out.name} (+ .json, .csv{png}, .ckpt); "
+            f"{self.run.caches.report()}; coordinator passes saved by the memo: "
+            f"{self.coordinator.saved_fraction:.0%}"
+        )
+        return lines
 
 
 def train_and_save(
@@ -173,7 +207,7 @@ def train_and_save(
     plan_out = _save(job, settings, result, validation, validations, run, coordinator)
     write_training_curve(out.with_suffix(".csv"), result.history)
     plotted = plot_training_curve(out.with_suffix(".png"), result.history)
-    return Trained(result, validation, plan_out, plotted, run, coordinator)
+    return Trained(job, result, validation, plan_out, plotted, run, coordinator)
 
 
 def _save(
@@ -219,36 +253,3 @@ def start_line(start: Any, agents: Any) -> str:
         f"the start head repeats {start.agreement:.0%} of its decisions and scores "
         f"{start.fitness:.4f} (the plan padded with Verifier turns: {start.plan_fitness:.4f})"
     )
-
-
-def summary_lines(job: TrainJob, trained: Trained) -> list[str]:
-    """What the run made, for the user: the head's fitness, its held-out margin, the files."""
-    result, validation, folds = trained.result, trained.validation, job.folds
-    lines = []
-    overrun = result.budget.overrun_warning() if result.budget else None
-    if overrun:
-        lines.append(f"warning: {overrun}")
-    kept = "; the search did not beat its start there, so the head is the start"
-    lines.append(
-        f"head: fitness {result.fitness:.4f} on the training tasks (start "
-        f"{result.start.fitness:.4f})" + (kept if result.kept_start else "")
-    )
-    if validation is not None:
-        margin, scores = validation.margin_se, validation.as_json()
-        lines.append(
-            f"cross-validated ({folds} folds): head {scores['head_fitness']:.4f} vs its plan "
-            f"{scores['plan_fitness']:.4f} ({'n/a' if margin is None else f'{margin:+.2f}'} SE; "
-            f"choices differ on {validation.differing} of {len(job.train_tasks)} tasks)"
-        )
-        if validation.below_start:
-            lines.append(
-                f"the head is below its starting plan: solve routes with the plan "
-                f"{trained.plan_out} unless the head is named"
-            )
-    png = ", .png" if trained.plotted else ""
-    lines.append(
-        f"wrote {job.out} and {trained.plan_out.name} (+ .json, .csv{png}, .ckpt); "
-        f"{trained.run.caches.report()}; coordinator passes saved by the memo: "
-        f"{trained.coordinator.saved_fraction:.0%}"
-    )
-    return lines
