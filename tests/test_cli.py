@@ -376,6 +376,18 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, m
     screen = trinity("doctor")
     assert screen.returncode == 0 and "sandbox" in screen.stderr and "coordinator" in screen.stderr
     assert f"run_log {log} (not created yet)" in screen.stderr
+    # into a pipe a table keeps its natural width (Rich's 80 columns would wrap this row), and
+    # COLUMNS still narrows it (passed explicitly: readline, once loaded, exports a COLUMNS of
+    # its own to every child)
+    row = "│ gemma-greedy │ local    │ embedded │ yes    │ embedded model package installed │"
+    environ = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    for columns, shown in ((None, True), ("60", False)):
+        env = environ if columns is None else {**environ, "COLUMNS": columns}
+        table = subprocess.run(
+            [TRINITY, "doctor"], capture_output=True, check=True, text=True, env=env
+        )
+        assert (row in table.stderr.splitlines()) == shown and "│ gemma-gree" in table.stderr
+    assert len(row) > 80
 
     assert trinity(
         "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q"

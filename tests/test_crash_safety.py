@@ -1,6 +1,6 @@
-"""Crash-safe training: `trinity train` killed with SIGKILL at random moments, resumed each time,
-never leaves a corrupt checkpoint, loses at most the generation in flight, and ends with the
-same head as an uninterrupted run with the same seed and caches."""
+"""Crash-safe training: `trinity train` killed with SIGKILL or stopped with Ctrl-C at random
+moments, resumed each time, never leaves a corrupt checkpoint, loses at most the generation in
+flight, and ends with the same head as an uninterrupted run with the same seed and caches."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from trinity_cli.tasks.taskset import load_humaneval
 GENERATIONS = 30
 
 
-def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(workdir, monkeypatch):
+def test_sigkill_or_ctrl_c_at_random_moments_then_resume_reaches_the_uninterrupted_head(
+    workdir, monkeypatch
+):
     """The killed runs go first, on cold caches (where a run takes long enough to be killed in
     the middle); the uninterrupted run then uses the caches they filled."""
     monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
@@ -34,20 +36,32 @@ def test_sigkill_at_random_moments_then_resume_reaches_the_uninterrupted_head(wo
     rng = random.Random(11)
     checkpoint = workdir / "killed.ckpt"
     kills, resumed, last_generation = 0, 0, 0
-    for _ in range(30):
+    for attempt in range(30):
         resume = ["--resume"] if checkpoint.exists() else []
-        proc = subprocess.Popen(
-            [TRINITY, *flags, "--out", "killed.npz", *resume], stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
-        )
+        # SIGINT as a terminal delivers it: a suite started in the background has SIGINT ignored,
+        # which a child inherits; a handled signal is reset to its default in a child
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen(
+                [TRINITY, *flags, "--out", "killed.npz", *resume], stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True,
+            )
+        finally:
+            signal.signal(signal.SIGINT, previous)
         time.sleep(rng.uniform(2.0, 6.0))
         if proc.poll() is not None:  # it finished before the kill
             assert proc.returncode == 0, proc.stderr.read()
             break
-        proc.send_signal(signal.SIGKILL)
-        printed = max(
-            map(int, re.findall(rf"gen (\d+)/{GENERATIONS} ", proc.communicate()[1])), default=0
-        )
+        stop = signal.SIGINT if attempt % 2 else signal.SIGKILL  # Ctrl-C, or no chance to react
+        proc.send_signal(stop)
+        stderr = proc.communicate()[1]
+        if stop == signal.SIGINT:  # it says what it kept and how to go on
+            assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+            assert ("the same command with --resume continues it" in stderr) == (
+                checkpoint.exists()
+            ), stderr
+            assert ("nothing to resume" in stderr) != checkpoint.exists(), stderr
+        printed = max(map(int, re.findall(rf"gen (\d+)/{GENERATIONS} ", stderr)), default=0)
         kills, resumed = kills + 1, resumed + bool(resume)
         if checkpoint.exists():
             state = pickle.loads(checkpoint.read_bytes())  # never corrupt: always a whole pickle

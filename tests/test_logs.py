@@ -407,6 +407,17 @@ def test_list_filters_by_verdict_agent_since_and_count(zone):
     listed = trinity("logs")
     assert listed.returncode == 0 and "turn_limit" in listed.stderr and "accepted" in listed.stderr
     assert "2020-01-01 00:00" in listed.stderr  # shown in local time
+    bogus = trinity("logs", "--verdict", "acepted")  # a typo is an error, not an empty list
+    assert bogus.returncode == 2 and bogus.stdout == "", bogus.stderr
+    assert bogus.stderr.count("\n") == 1 and "'acepted': not a verdict" in bogus.stderr
+    assert "accepted, tests_failed" in bogus.stderr
+
+
+def test_every_verdict_a_run_can_end_with_is_one_logs_accepts():
+    from trinity_cli.cli.solve import EXIT_CODES
+    from trinity_cli.store.runlog import VERDICTS
+
+    assert set(EXIT_CODES) <= set(VERDICTS) and {"completed", "error"} <= set(VERDICTS)
 
 
 def test_stats_sum_calls_tokens_usd_and_accept_rate_per_agent_and_day(home):

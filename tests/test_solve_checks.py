@@ -44,19 +44,30 @@ def test_a_test_file_runs_asserts_and_test_functions(tmp_path):
         "def test_big():\n    assert add(10**20, 1) == 10**20 + 1\n"
     )
     suite = suite_from_file(path)
-    assert suite.count == 2  # the test functions; the module's asserts must pass for any to run
-    assert suite.run("def add(a, b):\n    return a + b\n").passed
+    assert suite.count == 3  # the module's asserts (one test) and the two test functions
+    passed = suite.run("def add(a, b):\n    return a + b\n")
+    assert passed.passed and "3/3 passed" in passed.summary
     half = suite.run("def add(a, b):\n    return a + b if a > 0 else 0\n")
     assert (
-        not half.passed and "test_negative failed" in half.summary and "1/2 passed" in half.summary
+        not half.passed and "test_negative failed" in half.summary and "2/3 passed" in half.summary
     )
+    # the module's asserts must pass for any function to run
+    broken = suite.run("def add(a, b):\n    return 0\n")
+    assert "module-level assertions failed" in broken.summary and "0/3 passed" in broken.summary
     assert not suite.run("import sys\nsys.exit(0)\n").passed  # exiting early is not passing
 
 
-def test_a_test_file_counts_its_test_functions_or_one_for_asserts_only(tmp_path):
+def test_a_test_file_counts_its_module_asserts_as_one_test_and_each_test_function(tmp_path):
     path = tmp_path / "tests.py"
     path.write_text("def test_one():\n    assert add(1, 1) == 2\n")
     assert suite_from_file(path).count == 1
+    path.write_text(  # an assert inside a module-level loop is a module-level assert
+        "for a in range(3):\n    assert add(a, 0) == a\n\n"
+        "def test_one():\n    assert add(1, 1) == 2\n"
+    )
+    suite = suite_from_file(path)
+    ran = suite.run("def add(a, b):\n    return a + b\n")
+    assert suite.count == 2 and "2/2 passed" in ran.summary
     path.write_text("assert add(1, 1) == 2\nassert add(0, 0) == 0\n")
     suite = suite_from_file(path)
     assert (
@@ -176,7 +187,9 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
             and check["passed"] is False
         )
 
-        (workdir / "tests.py").write_text("def test_add():\n    assert add(2, 2) == 4\n")
+        (workdir / "tests.py").write_text(
+            "assert add(1, 1) == 2\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+        )
         server.responses += [openai_stream(s) for s in ["plan", RIGHT, ACCEPT]]
         result = trinity(
             "solve", "add.md", "--pool", "pool.toml", "--weights", "none", "--max-turns", "3",
@@ -184,6 +197,7 @@ def test_the_cli_reports_verifier_verdict_and_tests_separately(workdir):
         )
         assert result.returncode == 0, result.stderr
         assert "return a + b" in result.stdout and "tests.py passed" in result.stderr
+        assert "checked by tests.py (2 tests)" in result.stderr  # the asserts count as one
 
         server.responses += [openai_stream(s) for s in ["plan", WRONG, ACCEPT]]
         result = trinity(

@@ -19,12 +19,20 @@ class _StderrConsole(Console):
         self.quiet = True
 
 
+PIPE_WIDTH = 200  # a table's widest line into a file or pipe: Rich's 80 would cut it
+
+
 def _console() -> Console:
+    """Into a file or a pipe (`2> eval.log`) a table keeps its natural width, up to PIPE_WIDTH,
+    unless COLUMNS says otherwise; a terminal's width is its own."""
+    piped = not sys.stderr.isatty() and not os.environ.get("COLUMNS")
+    width = PIPE_WIDTH if piped else None
     if not os.environ.get("NO_COLOR"):
-        return _StderrConsole(stderr=True, highlight=False, soft_wrap=True)
+        return _StderrConsole(stderr=True, highlight=False, soft_wrap=True, width=width)
     environ = {key: value for key, value in os.environ.items() if key != "FORCE_COLOR"}
     return _StderrConsole(
-        stderr=True, highlight=False, soft_wrap=True, color_system=None, _environ=environ
+        stderr=True, highlight=False, soft_wrap=True, width=width, color_system=None,
+        _environ=environ,
     )
 
 

@@ -58,6 +58,15 @@ def parse_since(value: str | None) -> datetime | None:
         ) from None
 
 
+def parse_verdict(value: str | None) -> str | None:
+    """A typo names no runs: it is refused, with the verdicts there are."""
+    from trinity_cli.store.runlog import VERDICTS
+
+    if value is not None and value not in VERDICTS:
+        raise UsageError(f"--verdict {value!r}: not a verdict (one of {', '.join(VERDICTS)})")
+    return value
+
+
 def parse_age(value: str) -> timedelta:
     match = re.fullmatch(r"(\d+)([dh])", value.strip())
     if match is None:

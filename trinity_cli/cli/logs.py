@@ -17,10 +17,12 @@ from trinity_cli.cli.log_access import (
     opened,
     parse_age,
     parse_since,
+    parse_verdict,
     redraw,
     show_summary,
     stored_run,
 )
+from trinity_cli.store.runlog import VERDICTS
 
 EXIT_CODES = """Exit codes: 0 done; 2 usage (a bad flag or value, an unknown run id); 3 the log
 cannot be read (corrupt, or written by a newer trinity)."""
@@ -31,7 +33,8 @@ killed keeps the turns it finished (it shows as interrupted); each `eval` and `t
 summary row. --no-log on those commands, or TRINITY_NO_LOG=1, turns logging off.
 
 --json prints a list of {{id, time, command, problem, problem_sha256, verdict, turns, usd, agents}}
-(problem: its first line; for eval and train, the task set and split).
+(problem: its first line; for eval and train, the task set and split). Verdicts, for --verdict:
+{", ".join(VERDICTS)}.
 
 \b
 Example: trinity logs -n 5 --verdict accepted
@@ -86,7 +89,7 @@ def logs(
 ) -> int:
     if ctx.invoked_subcommand is not None:
         return 0
-    start = parse_since(since)
+    start, verdict = parse_since(since), parse_verdict(verdict)
     with opened() as log:
         runs = log.list_runs(count or 2**62, verdict=verdict, agent=agent, since=start)
     if json_out:

@@ -10,6 +10,7 @@ import typer
 
 from trinity_cli.cli import options as opt
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
+from trinity_cli.cli.console import say as say_always
 from trinity_cli.cli.console import say_unless, stderr, warn
 
 # train.es.TrainSettings' defaults, without importing numpy for --help
@@ -104,7 +105,7 @@ def train(
     from trinity_cli.cli.progress import GenerationDisplay
     from trinity_cli.errors import UsageError
     from trinity_cli.runtime import load_run_pool
-    from trinity_cli.train.checkpoint import default_out
+    from trinity_cli.train.checkpoint import default_out, interrupted_note
     from trinity_cli.train.es import TrainSettings
     from trinity_cli.train.workflow import plan_job, train_and_save
 
@@ -123,11 +124,15 @@ def train(
     if dry_run:
         print_plan(job)
         return 0
-    trained = train_and_save(
-        job, no_cache=no_cache, workers=workers, log=not no_log, say=say, warn=warn,
-        display=lambda run, coordinator: GenerationDisplay(stderr, run.caches, coordinator, quiet),
-        open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
-    )
+    try:
+        trained = train_and_save(
+            job, no_cache=no_cache, workers=workers, log=not no_log, say=say, warn=warn,
+            display=lambda run, coord: GenerationDisplay(stderr, run.caches, coord, quiet),
+            open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
+        )
+    except KeyboardInterrupt:
+        say_always(interrupted_note(out))
+        raise
     for line in trained.summary_lines():
         say(line)
     return 5 if trained.result.stopped_for_budget else 0

@@ -40,7 +40,20 @@ from trinity_cli.core.events import (
 )
 from trinity_cli.core.head import Policy, TurnProbs, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
-from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, Truncation, TurnRecord
+from trinity_cli.core.records import (
+    ACCEPTED,
+    BUDGET,
+    INTERRUPTED,
+    NO_ANSWER,
+    PROVIDER_ERROR,
+    TESTS_FAILED,
+    TURN_LIMIT,
+    CheckOutcome,
+    Decision,
+    EpisodeResult,
+    Truncation,
+    TurnRecord,
+)
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
     ROLE_ORDER,
@@ -56,10 +69,6 @@ from trinity_cli.errors import BudgetExceeded, ProviderError
 
 DEFAULT_MAX_TURNS = 5
 
-# Episode verdicts; the CLI maps each to an exit code.
-ACCEPTED, TURN_LIMIT, NO_ANSWER = "accepted", "turn_limit", "no_answer"
-PROVIDER_ERROR, BUDGET, INTERRUPTED = "provider_error", "budget", "interrupted"
-TESTS_FAILED = "tests_failed"
 CHECK_NOTE_CHARS = 800  # how much of a test failure the transcript keeps
 
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,9 +191,32 @@ def decode(
     """One llama_decode of `tokens` (at most the batch's size) at positions first_position...;
     those from index `outputs_from` on are outputs."""
     fill_batch(batch, tokens, first_position, outputs_from, seq)
-    status = _ll().llama_decode(ctx, batch)
+    with _interrupts_after():
+        status = _ll().llama_decode(ctx, batch)
     if status != 0:
         raise RuntimeError(f"llama_decode failed with status {status}")
+
+
+@contextmanager
+def _interrupts_after() -> Iterator[None]:
+    """Ctrl-C during a decode raises when it returns. Raised in a Python callback that llama.cpp
+    calls (the coordinator's readout), KeyboardInterrupt would be swallowed by ctypes, printed as
+    "Exception ignored", and the run would go on. Only the main thread gets signals, and only
+    Python's own handler is deferred (a handler someone installed is left alone)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    pressed: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def fill_batch(

@@ -37,9 +37,7 @@ class TestSuite:
 
     source: str  # the test file's path, "problem examples" or "problem samples"
     tests: Tests
-    count: (
-        int  # test functions (1 for a file of asserts only), doctest examples or stdin/stdout cases
-    )
+    count: int  # a test file's tests (_file_test_count), doctest examples or stdin/stdout cases
 
     @property
     def stdin_program(self) -> bool:
@@ -72,12 +70,19 @@ def suite_from_file(path: Path, tolerance: float | None = None) -> TestSuite:
         compile(text, str(path), "exec")
     except SyntaxError as exc:
         raise UsageError(f"--tests file {path}:{exc.lineno}: {exc.msg}") from None
-    functions = [
-        node
-        for node in ast.parse(text).body
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
-    ]
-    return TestSuite(str(path), Tests("file", source=text), max(1, len(functions)))
+    return TestSuite(str(path), Tests("file", source=text), _file_test_count(ast.parse(text)))
+
+
+def _file_test_count(tree: ast.Module) -> int:
+    """The grader's count: the module-level asserts, if any, are one test (the first that fails
+    stops them), and each `test*` function another; a file of neither is one test."""
+    functions = sum(
+        isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body
+    )
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    module = [node for node in tree.body if not isinstance(node, definitions)]
+    asserts = any(isinstance(node, ast.Assert) for part in module for node in ast.walk(part))
+    return max(1, functions + asserts)
 
 
 def _read_tests_file(path: Path) -> str:

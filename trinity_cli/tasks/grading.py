@@ -74,9 +74,10 @@ sys.setrecursionlimit(50000)
 # traceback it prints quotes its lines by number).
 _HARNESS = (
     r"""
-import builtins, doctest, json, os, sys, traceback
+import ast, builtins, doctest, json, os, sys, traceback
 
 LOADS, DUMPS = json.loads, json.dumps  # taken before the answer runs
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 def main():
     write, exit_now, out = os.write, os._exit, os.dup(1)  # saved before the answer runs
@@ -124,16 +125,21 @@ def run(tests, solution, scope):
             return 0, 1
         code = compile(tests["source"], "tests.py", "exec")
         return int(guarded("tests", lambda: (exec(code, scope), scope["check"](entry)))), 1
-    if kind == "file":
+    if kind == "file":  # the module-level asserts, if any, are one test; each test* another
         before = set(scope)
         code = compile(tests["source"], "tests.py", "exec")
+        tree = ast.parse(tests["source"])
+        module = [s for s in tree.body if not isinstance(s, DEFINITIONS)]
+        asserts = int(any(isinstance(node, ast.Assert) for s in module for node in ast.walk(s)))
         if not guarded("module-level assertions", lambda: exec(code, scope)):
-            return 0, 1
+            defined = [s for s in tree.body if isinstance(s, ast.FunctionDef) and """
+    r"""s.name.startswith("test")]
+            return 0, max(1, asserts + len(defined))
         functions = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) """
     r"""and n not in before]
-        if not functions:  # module-level asserts only: one test
+        if not functions:  # module-level code only: one test
             return 1, 1
-        return sum(guarded(name, fn) for name, fn in functions), len(functions)
+        return asserts + sum(guarded(n, f) for n, f in functions), asserts + len(functions)
     if kind == "call":
         return call_cases(tests["entry_point"], tests["examples"], solution)
     examples = [doctest.Example(source, want) for source, want in tests["examples"]]

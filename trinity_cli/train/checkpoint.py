@@ -74,3 +74,16 @@ def unfinished(out: Path) -> bool:
     return checkpoint.exists() and not (
         out.exists() and out.stat().st_mtime >= checkpoint.stat().st_mtime
     )
+
+
+def interrupted_note(out: Path) -> str:
+    """What a user stopping `train` (Ctrl-C) keeps, and how to go on."""
+    if unfinished(out):
+        return (
+            f"{checkpoint_path(out)} keeps every generation done: the same command with --resume "
+            "continues it"
+        )
+    return (
+        "stopped before the first generation ended: nothing to resume (the turns made so far "
+        "are cached, so running it again is quicker)"
+    )
