@@ -16,8 +16,7 @@ import numpy as np
 from trinity_cli.core.episode import run_episode
 from trinity_cli.heads.files import metadata_for, save_head
 from trinity_cli.pool.spec import load_pool
-from trinity_cli.providers.registry import build_agents
-from trinity_cli.runtime import backbone_of, build_coordinator
+from trinity_cli.runtime import backbone_of, build_run
 from trinity_cli.tasks.taskset import load_humaneval
 from trinity_cli.train.imitate import fit_imitation_head, pipeline_transcripts
 
@@ -28,8 +27,9 @@ OUT = Path(__file__).resolve().parent.parent / "weights" / "default-offline.npz"
 
 def main() -> None:
     pool = load_pool(None)
-    coordinator = build_coordinator(pool)
     tasks = [t for t in load_humaneval() if t.split == "train"]
+    run = build_run(pool, tasks, no_cache=True)  # replies asked afresh, states encoded afresh
+    coordinator, agents = run.coordinator(), run.agents
     fit_tasks, check_tasks = tasks[:60], tasks[60:80]
 
     def states_of(transcripts_per_task):
@@ -40,7 +40,6 @@ def main() -> None:
                 turns.append(turn)
         return np.asarray(states, dtype=np.float64), turns
 
-    agents = build_agents(pool.agents)
     real = [rollout(task, agents) for task in tasks[80 : 80 + REAL_ROLLOUTS]]
     synthetic = [pipeline_transcripts(task, pool.names, TURNS) for task in fit_tasks]
     states, turns = states_of(synthetic + real)

@@ -49,18 +49,13 @@ from pathlib import Path
 import numpy as np
 from build_records import held_out
 
-from trinity_cli.coordinator.llama import LlamaCoordinator
-from trinity_cli.coordinator.memo import MemoCoordinator
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.heads.files import load_head, save_head, universal_metadata
-from trinity_cli.llama.gguf import gguf_sha256
 from trinity_cli.pool import bundled
 from trinity_cli.pool.spec import load_pool
-from trinity_cli.providers.registry import build_agents
-from trinity_cli.runtime import backbone_of, coordinator_path
-from trinity_cli.tasks.grading import Grader
+from trinity_cli.runtime import backbone_of, build_run
 from trinity_cli.tasks.taskset import load_tasks, select_split
 from trinity_cli.train.baselines import HeadUnderTest, evaluate, paired_margin, run_policy
 from trinity_cli.train.es import TrainSettings, train
@@ -93,16 +88,9 @@ def setup(scratch: Path):
     pool = load_pool("evalperf-all")
     split = json.loads((bundled.DATA / "manifest.json").read_text())["model_split"]
     tasks = load_tasks("evalperf")
-    gguf = coordinator_path(pool)
-    coordinator = MemoCoordinator(
-        LlamaCoordinator(gguf, n_ctx=8192), gguf_sha256(gguf), scratch / "hidden.sqlite"
-    )
-    grader = Grader(scratch / "grades.sqlite")
-    agents = {
-        a.name: a
-        for a in build_agents(pool.agents, tasks, coordinator_model=pool.coordinator.model)
-    }
-    return pool, split, tasks, coordinator, grader, agents
+    run = build_run(pool, tasks, no_cache=False, cache_root=scratch)
+    agents = {a.name: a for a in run.agents}
+    return pool, split, tasks, run.coordinator(), run.caches.grader, agents
 
 
 def validation_models(split: dict) -> tuple[list[str], list[str]]:

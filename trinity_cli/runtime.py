@@ -284,7 +284,9 @@ class Caches:
         )
 
 
-def open_caches(no_cache: bool) -> Caches:
+def open_caches(no_cache: bool, root: Path | None = None) -> Caches:
+    """The user's caches (or those under `root`); --no-cache: a scratch response store, no
+    grade or state cache."""
     import atexit
     import shutil
     import tempfile
@@ -297,7 +299,7 @@ def open_caches(no_cache: bool) -> Caches:
         scratch = Path(tempfile.mkdtemp(prefix="trinity-nocache-"))
         atexit.register(shutil.rmtree, scratch, True)  # nothing of a --no-cache run stays behind
         return Caches(ResponseStore(scratch / "responses.sqlite"), Grader(), None)
-    root = paths.cache_dir()
+    root = root or paths.cache_dir()
     return Caches(
         ResponseStore(root / "responses.sqlite"), Grader(root / "grades.sqlite"),
         root / "hidden.sqlite",
@@ -356,12 +358,16 @@ def play_here(run: Run, coordinators: dict[str, Any]) -> AbstractContextManager[
     return nullcontext(None)
 
 
-def build_run(pool: Pool, tasks: Sequence[Any], no_cache: bool, workers: int | None = None) -> Run:
-    """The caches (--no-cache: in memory), the pool's agents for `tasks` (every call through
-    the response cache) and the workers (default: `default_workers`)."""
+def build_run(
+    pool: Pool, tasks: Sequence[Any], no_cache: bool, workers: int | None = None,
+    cache_root: Path | None = None,
+) -> Run:
+    """The caches (--no-cache: in memory; `cache_root`: a study's own), the pool's agents for
+    `tasks` (every call through the response cache) and the workers (default:
+    `default_workers`)."""
     from trinity_cli.providers.registry import build_agents
 
-    caches = open_caches(no_cache)
+    caches = open_caches(no_cache, cache_root)
     agents = build_agents(
         pool.agents, tasks, caches.responses, coordinator_model=pool.coordinator.model
     )
