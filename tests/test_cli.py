@@ -387,7 +387,17 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, m
             [TRINITY, "doctor"], capture_output=True, check=True, text=True, env=env
         )
         assert (row in table.stderr.splitlines()) == shown and "│ gemma-gree" in table.stderr
-    assert len(row) > 80
+    # the width itself, with colours and without
+    from trinity_cli.cli.console import PIPE_WIDTH
+
+    width = "from trinity_cli.cli.console import stderr; print(stderr.width)"
+    cases = (({}, PIPE_WIDTH), ({"NO_COLOR": "1"}, PIPE_WIDTH), ({"COLUMNS": "70"}, 70))
+    for extra, expected in cases:
+        printed = subprocess.run(
+            [sys.executable, "-c", width], capture_output=True, check=True, text=True,
+            env={**environ, **extra},
+        )
+        assert int(printed.stdout) == expected, extra
 
     assert trinity(
         "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q"

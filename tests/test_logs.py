@@ -157,6 +157,8 @@ def test_each_turn_is_in_the_log_when_it_finishes_and_a_killed_run_keeps_them(se
     proc.communicate(timeout=30)
     [run] = runs_in_log()
     assert run["verdict"] == "interrupted" and run["turns"] == 1
+    listed = json.loads(trinity("logs", "--verdict", "interrupted", "--json").stdout)
+    assert [r["id"] for r in listed] == [run["id"]]  # the killed run stored no verdict at all
     report = json.loads(trinity("logs", "show", "last", "--json").stdout)
     assert report["verdict"] == "interrupted" and [t["text"] for t in report["turns"]] == [PLAN]
     assert report["answer"] is None and report["usd"] == pytest.approx(report["turns"][0]["usd"])
@@ -413,11 +415,12 @@ def test_list_filters_by_verdict_agent_since_and_count(zone):
     assert "accepted, tests_failed" in bogus.stderr
 
 
-def test_every_verdict_a_run_can_end_with_is_one_logs_accepts():
+def test_every_verdict_solve_can_end_with_is_one_logs_accepts():
+    """(eval's and train's: in their summary-row tests, listed by `logs --verdict`.)"""
     from trinity_cli.cli.solve import EXIT_CODES
     from trinity_cli.store.runlog import VERDICTS
 
-    assert set(EXIT_CODES) <= set(VERDICTS) and {"completed", "error"} <= set(VERDICTS)
+    assert set(EXIT_CODES) <= set(VERDICTS)
 
 
 def test_stats_sum_calls_tokens_usd_and_accept_rate_per_agent_and_day(home):
@@ -500,6 +503,8 @@ def test_eval_is_one_summary_row(workdir, home):
     assert evaluated.returncode == 0, evaluated.stderr
     [run] = runs_in_log()
     assert run["command"] == "eval" and run["verdict"] == "completed" and run["turns"] == 0
+    listed = json.loads(trinity("logs", "--verdict", "completed", "--json").stdout)
+    assert [r["id"] for r in listed] == [run["id"]]
     report = json.loads(evaluated.stdout)
     assert run["usd"] == pytest.approx(report["budget"]["spent_usd"]) and run["usd"] > 0
     shown = json.loads(trinity("logs", "show", "last", "--json").stdout)
@@ -530,6 +535,8 @@ def test_train_is_one_summary_row_and_no_log_writes_none(workdir, home):
     assert logged.returncode == 0, logged.stderr
     [run] = runs_in_log()
     assert (run["command"], run["verdict"], run["turns"]) == ("train", "completed", 0)
+    listed = json.loads(trinity("logs", "--verdict", "completed", "--json").stdout)
+    assert [r["id"] for r in listed] == [run["id"]]
     assert run["agents"] == ["sim-strings", "sim-lists", "sim-math"] and run["usd"] > 0
     shown = json.loads(trinity("logs", "show", "last", "--json").stdout)
     assert shown["problem"] == "tasks.jsonl:train" and shown["head"] == "h.npz"
@@ -542,7 +549,8 @@ def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
     with (
         pytest.raises(KeyboardInterrupt),
         summary_row(
-            "train", "t.jsonl:train", pool(), "h.npz", {"seed": 0}, enabled=True, warn=print
+            "train", "t.jsonl:train", pool(), "h.npz", {"seed": 0}, enabled=True, warn=print,
+            spent=lambda: 0.25,
         ),
     ):
         raise KeyboardInterrupt
@@ -551,9 +559,13 @@ def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
         summary_row("eval", "t.jsonl:test", pool(), "h.npz", {}, enabled=True, warn=print),
     ):
         raise ValueError("boom")
-    assert [(r["command"], r["verdict"]) for r in runs_in_log()] == [
-        ("eval", "error"), ("train", "interrupted"),
+    # what the interrupted run had spent is logged; a run that says nothing spent nothing
+    assert [(r["command"], r["verdict"], r["usd"]) for r in runs_in_log()] == [
+        ("eval", "error", 0.0), ("train", "interrupted", 0.25),
     ]
+    for verdict, command in (("error", "eval"), ("interrupted", "train")):
+        listed = json.loads(trinity("logs", "--verdict", verdict, "--json").stdout)
+        assert [r["command"] for r in listed] == [command]
 
 
 def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):

@@ -68,6 +68,33 @@ def test_a_test_file_counts_its_module_asserts_as_one_test_and_each_test_functio
     suite = suite_from_file(path)
     ran = suite.run("def add(a, b):\n    return a + b\n")
     assert suite.count == 2 and "2/2 passed" in ran.summary
+
+
+def test_an_answers_own_test_functions_do_not_replace_the_users(tmp_path):
+    path = tmp_path / "tests.py"
+    path.write_text("def test_add():\n    assert add(2, 3) == 5\n")
+    # a wrong add, with a test_add of its own that it passes
+    sly = "def add(a, b):\n    return a - b\n\ndef test_add():\n    assert add(1, 1) == 0\n"
+    ran = suite_from_file(path).run(sly)
+    assert not ran.passed and "test_add failed" in ran.summary and "0/1 passed" in ran.summary
+    helper = "def add(a, b):\n    return a + b\n\ndef test_helper():\n    assert False\n"
+    ran = suite_from_file(path).run(helper)  # its other test_* functions are not the user's tests
+    assert ran.passed and "1/1 passed" in ran.summary
+
+
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("x = 1\n\ndef check_add():\n    assert add(1, 2) == 3\n", "nothing would check"),
+        ("async def test_add():\n    assert add(1, 2) == 3\n", "test_add would not run"),
+        ("class TestAdd:\n    def test_it(self):\n        assert add(1, 2) == 3\n", "TestAdd"),
+    ],
+)
+def test_a_test_file_that_would_pass_any_answer_is_refused(tmp_path, content, fragment):
+    path = tmp_path / "tests.py"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=fragment):
+        suite_from_file(path)
     path.write_text("assert add(1, 1) == 2\nassert add(0, 0) == 0\n")
     suite = suite_from_file(path)
     assert (

@@ -462,10 +462,10 @@ class Summary:
 @contextmanager
 def summary_row(
     command: str, tasks: str, pool: Pool, head: str, settings: dict[str, Any], *, enabled: bool,
-    warn: Callable[[str], None],
+    warn: Callable[[str], None], spent: Callable[[], float] = lambda: 0.0,
 ) -> Iterator[Summary]:
     """One row for a whole eval / train run, written when it ends however it ends: an
-    exception leaves verdict `interrupted` (Ctrl-C) or `error`."""
+    exception leaves verdict `interrupted` (Ctrl-C) or `error`, with what was `spent` by then."""
     summary, started = Summary(), now()
     try:
         yield summary
@@ -473,6 +473,7 @@ def summary_row(
         if summary.verdict is None:
             summary.verdict = UNFINISHED if isinstance(exc, KeyboardInterrupt) else "error"
             summary.error = exc.message if isinstance(exc, TrinityError) else type(exc).__name__
+            summary.usd = spent()
         raise
     finally:
         if enabled:

@@ -70,19 +70,37 @@ def suite_from_file(path: Path, tolerance: float | None = None) -> TestSuite:
         compile(text, str(path), "exec")
     except SyntaxError as exc:
         raise UsageError(f"--tests file {path}:{exc.lineno}: {exc.msg}") from None
-    return TestSuite(str(path), Tests("file", source=text), _file_test_count(ast.parse(text)))
+    return TestSuite(str(path), Tests("file", source=text), _file_test_count(path, text))
 
 
-def _file_test_count(tree: ast.Module) -> int:
+def _file_test_count(path: Path, text: str) -> int:
     """The grader's count: the module-level asserts, if any, are one test (the first that fails
-    stops them), and each `test*` function another; a file of neither is one test."""
+    stops them), and each `test*` function another. A file with neither, or with tests the
+    grader would not run (async, in a class), is a usage error: it would pass any answer."""
+    tree = ast.parse(text)
+    unrun = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.AsyncFunctionDef | ast.ClassDef)
+        and node.name.lower().startswith("test")
+    ]
+    if unrun:
+        raise UsageError(
+            f"--tests file {path}: {unrun[0]} would not run (async tests and test classes are "
+            "not supported): write plain `def test_*` functions or asserts"
+        )
     functions = sum(
         isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body
     )
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     module = [node for node in tree.body if not isinstance(node, definitions)]
     asserts = any(isinstance(node, ast.Assert) for part in module for node in ast.walk(part))
-    return max(1, functions + asserts)
+    if not functions + asserts:
+        raise UsageError(
+            f"--tests file {path} has no assert and no `def test_*` function: nothing would "
+            "check the answer"
+        )
+    return functions + asserts
 
 
 def _read_tests_file(path: Path) -> str:

@@ -126,7 +126,7 @@ def run(tests, solution, scope):
         code = compile(tests["source"], "tests.py", "exec")
         return int(guarded("tests", lambda: (exec(code, scope), scope["check"](entry)))), 1
     if kind == "file":  # the module-level asserts, if any, are one test; each test* another
-        before = set(scope)
+        before = dict(scope)  # the answer's own test_* functions are not the user's tests
         code = compile(tests["source"], "tests.py", "exec")
         tree = ast.parse(tests["source"])
         module = [s for s in tree.body if not isinstance(s, DEFINITIONS)]
@@ -136,7 +136,7 @@ def run(tests, solution, scope):
     r"""s.name.startswith("test")]
             return 0, max(1, asserts + len(defined))
         functions = [(n, f) for n, f in scope.items() if n.startswith("test") and callable(f) """
-    r"""and n not in before]
+    r"""and before.get(n) is not f]
         if not functions:  # module-level code only: one test
             return 1, 1
         return asserts + sum(guarded(n, f) for n, f in functions), asserts + len(functions)

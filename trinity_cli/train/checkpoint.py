@@ -80,8 +80,8 @@ def interrupted_note(out: Path) -> str:
     """What a user stopping `train` (Ctrl-C) keeps, and how to go on."""
     if unfinished(out):
         return (
-            f"{checkpoint_path(out)} keeps every generation done: the same command with --resume "
-            "continues it"
+            f"{checkpoint_path(out)} keeps every generation done: the same command with "
+            f"--out {out} --resume continues it"
         )
     return (
         "stopped before the first generation ended: nothing to resume (the turns made so far "

@@ -160,7 +160,8 @@ def evaluate_and_report(
     }
     problem = f"{job.tasks}:{job.split}"
     logged = summary_row(
-        "eval", problem, job.pool, job.sources, settings, enabled=not disabled(not log), warn=warn
+        "eval", problem, job.pool, job.sources, settings, enabled=not disabled(not log), warn=warn,
+        spent=lambda: budget.spent_usd,
     )
     with logged as summary, open_runner(run, run.coordinators) as runner, rows_display() as on_row:
         report = evaluate(

@@ -144,7 +144,8 @@ def profile_pool(
         settings = {"n": len(ids), "refresh": refresh, "budget_usd": budget_usd}
         problem, head = f"{job.tasks}:train", str(job.head_path)
         with summary_row(
-            "profile", problem, job.pool, head, settings, enabled=not disabled(not log), warn=warn
+            "profile", problem, job.pool, head, settings, enabled=not disabled(not log), warn=warn,
+            spent=lambda: budget.spent_usd,
         ) as logged:
             done: list[str] = []
             try:

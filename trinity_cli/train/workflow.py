@@ -146,9 +146,10 @@ def train_and_save(
     backbone = backbone_of(job.pool)
     shown = display(run, coordinator)
     problem = f"{job.tasks}:train"
+    budget = Budget(settings.budget_usd)
     logged = summary_row(
         "train", problem, job.pool, str(out), settings.__dict__, enabled=not disabled(not log),
-        warn=warn,
+        warn=warn, spent=lambda: budget.spent_usd,
     )
     if not resume:
         say(
@@ -158,7 +159,6 @@ def train_and_save(
         )
     validation: CrossValidation | None = None
     validations: dict[str, CrossValidation] = {}
-    budget = Budget(settings.budget_usd)
     with logged as summary, open_runner(run, run.coordinators) as runner, shown:
         forest = new_forest(
             run.agents, coordinator, run.caches.grader, settings.max_turns, run.workers, runner
