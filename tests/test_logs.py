@@ -566,6 +566,8 @@ def test_a_summary_row_is_written_when_the_run_is_interrupted(home):
     for verdict, command in (("error", "eval"), ("interrupted", "train")):
         listed = json.loads(trinity("logs", "--verdict", verdict, "--json").stdout)
         assert [r["command"] for r in listed] == [command]
+    shown = trinity("logs", "show", "last")  # the eval that failed, and why
+    assert "verdict error · $0.0000 · ValueError" in shown.stderr, shown.stderr
 
 
 def test_no_key_and_no_key_variable_reach_the_log(home, monkeypatch):

@@ -39,9 +39,10 @@ def show_summary(stored: StoredRun, json_out: bool) -> None:
         ]
         print(json.dumps({**{k: row[k] for k in keys}, "verdict": stored.verdict}, indent=2))
     else:
+        why = f" · {row['error']}" if row["error"] else ""
         say(
             f"run {row['id']} · {row['command']} {row['problem']} · {row['head']} · "
-            f"verdict {stored.verdict} · ${row['usd'] or 0:.4f}"
+            f"verdict {stored.verdict} · ${row['usd'] or 0:.4f}{why}"
         )
 
 
