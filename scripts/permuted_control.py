@@ -21,9 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from trinity_cli.core.transcript import Transcript
+from trinity_cli.coordinator.permuted import PermutedCoordinator
 from trinity_cli.pool.spec import load_pool
 from trinity_cli.runtime import build_run
 from trinity_cli.tasks.taskset import gradable, load_tasks, select_split
@@ -34,33 +32,13 @@ from trinity_cli.train.es import TrainSettings, new_forest
 FOLDS = 5
 
 
-class Permuted:
-    """The coordinator with each task's problem swapped for task π(i)'s."""
-
-    def __init__(self, inner: Any, tasks: list[Any], seed: int = 0) -> None:
-        self.inner = inner
-        rng = np.random.default_rng(seed)
-        while True:
-            order = rng.permutation(len(tasks))
-            if not np.any(order == np.arange(len(tasks))):
-                break
-        self.swap = {tasks[i].task_id: tasks[j].problem for i, j in enumerate(order)}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def encode(self, transcript: Transcript) -> Any:
-        problem = self.swap[transcript.problem.task_id]
-        return self.inner.encode(Transcript(problem, transcript.turns))
-
-
 def run_arm(pool: str, tasks_name: str, arm: str, imitate: str) -> dict[str, Any]:
     tasks = load_tasks(tasks_name)
     train = gradable(select_split(tasks, "train"))[0]
     run = build_run(load_pool(pool), tasks, no_cache=False)
     coordinator = run.coordinator()
     if arm == "permuted":
-        coordinator = Permuted(coordinator, train)
+        coordinator = PermutedCoordinator(coordinator, train)
     settings = replace(TrainSettings(), imitate=imitate)
     forest = new_forest(run.agents, coordinator, run.caches.grader, settings.max_turns)
     validation = cross_validate(

@@ -27,13 +27,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from support.learning import (
     SETTINGS_FILE,
-    PermutedCoordinator,
     chosen_settings,
     train_and_score,
 )
 
 from trinity_cli.coordinator.llama import LlamaCoordinator
 from trinity_cli.coordinator.memo import MemoCoordinator
+from trinity_cli.coordinator.permuted import PermutedCoordinator
 from trinity_cli.llama.gguf import embedded_model_path, gguf_sha256
 from trinity_cli.pool.spec import parse_pool
 from trinity_cli.providers.cache import ResponseStore

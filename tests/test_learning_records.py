@@ -15,8 +15,9 @@ from support.learnable_record import (
     right,
     write_learnable,
 )
-from support.learning import PermutedCoordinator, chosen_settings, train_and_score
+from support.learning import chosen_settings, train_and_score
 
+from trinity_cli.coordinator.permuted import PermutedCoordinator
 from trinity_cli.pool.spec import load_pool
 from trinity_cli.providers.cache import ResponseStore
 from trinity_cli.tasks.grading import Grader

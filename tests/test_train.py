@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from support.learning import (
     SETTINGS_FILE,
-    PermutedCoordinator,
     chosen_settings,
     train_and_score,
 )
 
+from trinity_cli.coordinator.permuted import PermutedCoordinator
 from trinity_cli.core.transcript import Transcript
 from trinity_cli.errors import BudgetExceeded
 from trinity_cli.pool.spec import parse_pool

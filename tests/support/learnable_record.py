@@ -16,7 +16,7 @@ Documented here because the learning tests assert on it (tests/test_learning_rec
 - Prices: the experts 1/2 $ per million tokens in/out, the generalists 0.5/1.
 
 Every single agent stays near 0.5-0.6; a head that reads the family from the state and picks
-its expert approaches 1.0. The permuted-state control (learning.PermutedCoordinator) hands
+its expert approaches 1.0. The permuted-state control (coordinator/permuted.py) hands
 each task another task's state, so its family guess is right about half the time.
 
 The kinds record (below, `write_kinds`) is one where a hand-built plan is good and reading the

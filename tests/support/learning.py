@@ -16,10 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from trinity_cli.core.coordinator import Encoding
-from trinity_cli.core.transcript import Problem, Transcript
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.baselines import BASELINES, HeadUnderTest, evaluate, paired_margin
@@ -30,26 +26,6 @@ SETTINGS_FILE = Path(__file__).resolve().parents[1] / "learning_settings.json"
 
 def chosen_settings() -> TrainSettings:
     return TrainSettings(**json.loads(SETTINGS_FILE.read_text())["chosen"])
-
-
-class PermutedCoordinator:
-    """Real states, wrong tasks: a transcript of task i is encoded as if its problem were task
-    π(i)'s, for a fixed derangement π of the tasks (the turns are kept)."""
-
-    def __init__(self, inner: Any, tasks: list[Task], seed: int = 0) -> None:
-        self.inner = inner
-        self.hidden_size = inner.hidden_size
-        ids = [t.task_id for t in tasks]
-        rng = np.random.default_rng(seed)
-        while True:
-            order = rng.permutation(len(ids))
-            if not np.any(order == np.arange(len(ids))):
-                break
-        self.swap: dict[str, Problem] = {ids[i]: tasks[j].problem for i, j in enumerate(order)}
-
-    def encode(self, transcript: Transcript) -> Encoding:
-        problem = self.swap[transcript.problem.task_id]
-        return self.inner.encode(Transcript(problem, transcript.turns))
 
 
 def train_and_score(
