@@ -4,20 +4,21 @@ tests/test_learning_records.py, scripts/permuted_control.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from trinity_cli.core.coordinator import Encoding
 from trinity_cli.core.transcript import Transcript
-from trinity_cli.tasks.taskset import Task
 
 
 class PermutedCoordinator:
     """A transcript of task i is encoded as if its problem were task π(i)'s, for a fixed
     derangement π of the tasks (the turns are kept); everything else is the inner coordinator's."""
 
-    def __init__(self, inner: Any, tasks: list[Task], seed: int = 0) -> None:
+    def __init__(self, inner: Any, tasks: Sequence[Any], seed: int = 0) -> None:
+        """`tasks`: anything with a `task_id` and a `problem` (tasks.taskset.Task)."""
         self.inner = inner
         ids = [t.task_id for t in tasks]
         rng = np.random.default_rng(seed)
