@@ -418,9 +418,9 @@ def test_list_filters_by_verdict_agent_since_and_count(zone):
 def test_every_verdict_solve_can_end_with_is_one_logs_accepts():
     """(eval's and train's: in their summary-row tests, listed by `logs --verdict`.)"""
     from trinity_cli.cli.solve import EXIT_CODES
-    from trinity_cli.store.runlog import VERDICTS
+    from trinity_cli.core.verdicts import RUN_VERDICTS
 
-    assert set(EXIT_CODES) <= set(VERDICTS)
+    assert set(EXIT_CODES) <= set(RUN_VERDICTS)
 
 
 def test_stats_sum_calls_tokens_usd_and_accept_rate_per_agent_and_day(home):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from trinity_cli.cli.console import say, stderr
+from trinity_cli.core.verdicts import RUN_VERDICTS
 from trinity_cli.errors import ConfigError, UsageError
 
 JsonList = Annotated[bool, typer.Option("--json", help="Print a JSON list on stdout.")]
@@ -61,10 +62,8 @@ def parse_since(value: str | None) -> datetime | None:
 
 def parse_verdict(value: str | None) -> str | None:
     """A typo names no runs: it is refused, with the verdicts there are."""
-    from trinity_cli.store.runlog import VERDICTS
-
-    if value is not None and value not in VERDICTS:
-        raise UsageError(f"--verdict {value!r}: not a verdict (one of {', '.join(VERDICTS)})")
+    if value is not None and value not in RUN_VERDICTS:
+        raise UsageError(f"--verdict {value!r}: not a verdict (one of {', '.join(RUN_VERDICTS)})")
     return value
 
 

@@ -22,7 +22,7 @@ from trinity_cli.cli.log_access import (
     show_summary,
     stored_run,
 )
-from trinity_cli.store.runlog import VERDICTS
+from trinity_cli.core.verdicts import RUN_VERDICTS
 
 EXIT_CODES = """Exit codes: 0 done; 2 usage (a bad flag or value, an unknown run id); 3 the log
 cannot be read (corrupt, or written by a newer trinity)."""
@@ -34,7 +34,7 @@ summary row. --no-log on those commands, or TRINITY_NO_LOG=1, turns logging off.
 
 --json prints a list of {{id, time, command, problem, problem_sha256, verdict, turns, usd, agents}}
 (problem: its first line; for eval and train, the task set and split). Verdicts, for --verdict:
-{", ".join(VERDICTS)}.
+{", ".join(RUN_VERDICTS)}.
 
 \b
 Example: trinity logs -n 5 --verdict accepted

@@ -40,20 +40,7 @@ from trinity_cli.core.events import (
 )
 from trinity_cli.core.head import Policy, TurnProbs, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
-from trinity_cli.core.records import (
-    ACCEPTED,
-    BUDGET,
-    INTERRUPTED,
-    NO_ANSWER,
-    PROVIDER_ERROR,
-    TESTS_FAILED,
-    TURN_LIMIT,
-    CheckOutcome,
-    Decision,
-    EpisodeResult,
-    Truncation,
-    TurnRecord,
-)
+from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, Truncation, TurnRecord
 from trinity_cli.core.roles import (
     COMPLETION_LEADS,
     ROLE_ORDER,
@@ -65,6 +52,15 @@ from trinity_cli.core.roles import (
     system_prompt,
 )
 from trinity_cli.core.transcript import Problem, Transcript, Turn
+from trinity_cli.core.verdicts import (
+    ACCEPTED,
+    BUDGET,
+    INTERRUPTED,
+    NO_ANSWER,
+    PROVIDER_ERROR,
+    TESTS_FAILED,
+    TURN_LIMIT,
+)
 from trinity_cli.errors import BudgetExceeded, ProviderError
 
 DEFAULT_MAX_TURNS = 5

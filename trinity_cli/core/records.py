@@ -11,12 +11,6 @@ from dataclasses import dataclass
 from trinity_cli.core.roles import ROLE_ORDER, Role
 from trinity_cli.core.transcript import Turn
 
-# Episode verdicts; the CLI maps each to an exit code.
-ACCEPTED, TURN_LIMIT, NO_ANSWER = "accepted", "turn_limit", "no_answer"
-PROVIDER_ERROR, BUDGET, INTERRUPTED = "provider_error", "budget", "interrupted"
-TESTS_FAILED = "tests_failed"
-VERDICTS = (ACCEPTED, TESTS_FAILED, TURN_LIMIT, NO_ANSWER, PROVIDER_ERROR, BUDGET, INTERRUPTED)
-
 
 @dataclass(frozen=True)
 class CheckOutcome:

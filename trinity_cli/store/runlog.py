@@ -26,18 +26,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trinity_cli import paths
-from trinity_cli.core import records
 from trinity_cli.core.events import CheckFinished, EpisodeFinished, Event, TurnFinished
+from trinity_cli.core.verdicts import INTERRUPTED
 from trinity_cli.errors import ConfigError, TrinityError, redact
 
 if TYPE_CHECKING:
+    from trinity_cli.core.records import EpisodeResult, TurnRecord
     from trinity_cli.pool.spec import Pool
 
 FILE_NAME = "runs.sqlite"
 BUSY_TIMEOUT_S = 5.0  # a writer waits this long for another one's lock before giving up
-UNFINISHED = records.INTERRUPTED  # the verdict of a run that never finished (killed, or running)
-# Every verdict a logged run can have: a solve's, or an eval's or train's summary row.
-VERDICTS = (*records.VERDICTS, "completed", "error")
+UNFINISHED = INTERRUPTED  # the verdict of a run that never finished (killed, or still running)
 
 # MIGRATIONS[v] takes the schema from version v to v + 1; len(MIGRATIONS) is the current version.
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -238,7 +237,7 @@ class RunLog:
         )
         return int(cursor.lastrowid or 0)
 
-    def add_turn(self, run_id: int, record: records.TurnRecord) -> None:
+    def add_turn(self, run_id: int, record: TurnRecord) -> None:
         d = record.decision
         cut = None if record.input_truncated is None else _json(record.input_truncated.as_json())
         self.db.execute(
@@ -378,7 +377,7 @@ class RunLogSink:
     log) costs one warning; the run goes on unlogged."""
 
     def __init__(
-        self, final: Callable[[records.EpisodeResult], dict[str, Any]], warn: Callable[[str], None]
+        self, final: Callable[[EpisodeResult], dict[str, Any]], warn: Callable[[str], None]
     ) -> None:
         self.final = final  # the object `solve --json` prints, stored at the end
         self.warn = warn
@@ -388,7 +387,7 @@ class RunLogSink:
     @classmethod
     def start(
         cls, problem: str, pool: Pool, head: str, *,
-        final: Callable[[records.EpisodeResult], dict[str, Any]], warn: Callable[[str], None],
+        final: Callable[[EpisodeResult], dict[str, Any]], warn: Callable[[str], None],
         tests: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
     ) -> RunLogSink:
         sink = cls(final, warn)
