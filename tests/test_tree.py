@@ -24,6 +24,7 @@ from trinity_cli.train.fixed import (
     family,
     loop_plan,
     padded,
+    routed,
 )
 from trinity_cli.train.runner import Episode, LocalRunner, Players
 from trinity_cli.train.tree import Forest
@@ -81,6 +82,39 @@ def test_the_forest_plays_every_episode_as_the_loop_does_and_makes_each_turn_onc
     assert grown < turns  # shared prefixes: fewer calls than the episodes' turns together
 
 
+class CountingCoordinator:
+    """The real coordinator, counting the tokens it evaluates."""
+
+    def __init__(self, inner):
+        self.inner, self.hidden_size, self.evaluated = inner, inner.hidden_size, 0
+
+    def encode(self, transcript):
+        encoding = self.inner.encode(transcript)
+        self.evaluated += encoding.tokens
+        return encoding
+
+
+def test_growing_a_task_at_a_time_plays_the_same_episodes_reusing_each_tasks_kv_prefix(
+    recorded, coordinator, memo
+):
+    agents, tasks = recorded["agents"], recorded["tasks"][:2]
+    episodes = [
+        Episode(t, random_head(agents, memo, seed), 4, None, CURRENT_FORMAT.id)
+        for t in tasks
+        for seed in range(2)
+    ]
+    played, evaluated = [], []
+    for task_at_a_time in (False, True):
+        counting = CountingCoordinator(coordinator)
+        runner = LocalRunner(Players(agents, Grader(), {CURRENT_FORMAT.id: counting}))
+        forest = Forest(runner, 4, CURRENT_FORMAT.id, task_at_a_time=task_at_a_time)
+        played.append(forest.play(episodes))
+        evaluated.append(counting.evaluated)
+    assert played[0] == played[1]
+    # level by level, each state follows another task's; a task at a time, it extends its parent
+    assert evaluated[1] < 0.7 * evaluated[0]
+
+
 def test_a_refused_turn_ends_its_episodes_with_budget_and_is_not_kept(recorded):
     agents, tasks, runner = recorded["agents"], recorded["tasks"], recorded["runner"]
     forest = Forest(runner, 3)
@@ -132,6 +166,24 @@ def test_best_fixed_is_the_fittest_plan_ties_going_to_the_cheaper_then_the_short
     assert (
         choose([plans[1], plans[2]], even, 0.0).plan == plans[2]
     )
+
+
+def test_routed_gives_each_task_the_plan_its_features_predict_else_best_fixed():
+    def outcomes(passes):
+        return [Outcome(bool(p), 0.0, 1, "accepted", float(p)) for p in passes]
+
+    plans = [((0, W),), ((1, W),)]
+    # plan 0 passes the tasks of feature −1, plan 1 those of +1; plan 0 is best-fixed (3 of 5)
+    features = np.array([[-1.0], [-1.0], [-1.0], [1.0], [1.0]])
+    played = [outcomes([1, 1, 1, 0, 0]), outcomes([0, 0, 0, 1, 1])]
+    by_feature = [plans[0]] * 3 + [plans[1]] * 2
+    assert routed(plans, played, features, plans[0], 0.0, ridge=0.0) == by_feature
+    # held-out tasks are routed by the regression fitted on the others
+    queries = np.array([[0.9], [-0.8]])
+    assert routed(plans, played, features, plans[0], 0.0, 0.0, queries) == [plans[1], plans[0]]
+    # features that say nothing: the intercepts win, and every task gets best-fixed
+    silent = np.zeros((5, 1))
+    assert routed(plans, played, silent, plans[0], 0.0, 1.0, queries) == [plans[0]] * 2
 
 
 def test_best_fixed_on_the_forest_is_best_fixed_through_the_loop(recorded):

@@ -238,10 +238,11 @@ def new_forest(
     runner: Runner | None = None,
 ) -> Forest:
     """The episode trees of a run (here, `workers` units at a time, unless a runner is given)."""
+    sequential = runner is None and workers == 1
     runner = runner or LocalRunner(
         Players(agents, grader, {CURRENT_FORMAT.id: coordinator}), workers
     )
-    return Forest(runner, max_turns, CURRENT_FORMAT.id)
+    return Forest(runner, max_turns, CURRENT_FORMAT.id, task_at_a_time=sequential)
 
 
 def train(

@@ -167,20 +167,23 @@ def best_fixed(
 
 def routed(
     plans: Sequence[Plan], outcomes: Sequence[Sequence[Any]], features: np.ndarray, chosen: Plan,
-    cost_weight: float, ridge: float = ROUTER_RIDGE,
+    cost_weight: float, ridge: float = ROUTER_RIDGE, queries: np.ndarray | None = None,
 ) -> list[Plan]:
     """Each task's plan as read from its problem: every plan's value (expected pass − cost
     weight × $) ridge-regressed, with an intercept, on the tasks' `features` (n, k), and each
     task given the plan of the highest predicted value (ties: `chosen`, best-fixed). Where the
-    problem says nothing, the intercepts win and every task gets best-fixed."""
+    problem says nothing, the intercepts win and every task gets best-fixed. `queries` (m, k):
+    route these tasks instead of the ones the regression is fitted on (held out)."""
     values = np.array(
         [[o.expected - cost_weight * o.usd for o in plan_outcomes] for plan_outcomes in outcomes]
     ).T
     x = np.hstack([features, np.ones((len(features), 1))])  # (n, k + 1)
     penalty = ridge * np.eye(x.shape[1])
     penalty[-1, -1] = 0.0  # the intercept is not shrunk
-    predicted = x @ np.linalg.solve(x.T @ x + penalty, x.T @ values)  # (n, plans)
+    weights = np.linalg.solve(x.T @ x + penalty, x.T @ values)  # (k + 1, plans)
+    asked = x if queries is None else np.hstack([queries, np.ones((len(queries), 1))])
     base = plans.index(chosen)
     return [
-        plans[int(np.argmax(row))] if row.max() > row[base] + 1e-12 else chosen for row in predicted
+        plans[int(np.argmax(row))] if row.max() > row[base] + 1e-12 else chosen
+        for row in asked @ weights
     ]
