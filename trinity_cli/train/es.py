@@ -36,22 +36,14 @@ import numpy as np
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode import BUDGET, decision_from
 from trinity_cli.core.head import N_ROLES, LinearHead, PlanPolicy
-from trinity_cli.core.roles import ROLE_ORDER, Role
+from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import BudgetExceeded
 from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train import checkpoint
 from trinity_cli.train.fitness import Outcome, fitness
-from trinity_cli.train.fixed import (
-    FixedPlan,
-    Plan,
-    choose,
-    describe,
-    padded,
-    play_family,
-    routed,
-)
+from trinity_cli.train.fixed import FixedPlan, choose, describe, padded, play_family, routed
 from trinity_cli.train.imitate import fit_steps, input_space
 from trinity_cli.train.runner import Episode, LocalRunner, Players, Runner
 from trinity_cli.train.tree import Forest
@@ -98,7 +90,7 @@ class TrainSettings:
     imitate: str = "best-fixed"
 
 
-IMITATE = ("best-fixed", "routed", "routed-retry")
+IMITATE = ("best-fixed", "routed")
 
 
 @dataclass
@@ -194,13 +186,17 @@ def plan_start(
     )
     chosen = choose(plans, outcomes, settings.cost_weight)
     targets = [chosen.plan] * len(tasks)
-    if settings.imitate != "best-fixed":
-        answers = [i for i, (_, role) in enumerate(chosen.plan) if role is Role.WORKER]
-        depth = 0 if settings.imitate == "routed" else answers[1] if len(answers) > 1 else None
-        if depth is not None:
-            targets = routed_at(
-                forest, tasks, n, plans, outcomes, chosen.plan, depth, settings, budget
-            )
+    if settings.imitate == "routed":
+        problems, played = forest.trail(
+            [Episode(task, PlanPolicy(n, chosen.plan), 1) for task in tasks], budget
+        )
+        refused(played, budget)
+        roots = np.asarray([trail[0][0].hidden for trail in problems])
+        space = input_space(roots, n + N_ROLES, settings.project)
+        targets = routed(
+            plans, outcomes, np.asarray([space.features(h) for h in roots]), chosen.plan,
+            settings.cost_weight,
+        )
     episodes = [
         Episode(task, PlanPolicy(n, padded(plan, agents, settings.max_turns)), settings.max_turns)
         for task, plan in zip(tasks, targets)
@@ -219,36 +215,6 @@ def plan_start(
         head, chosen, agreement_masked(head, trails), start_fitness,
         fitness(played, settings.cost_weight), budget.spent_usd if budget else 0.0,
     )
-
-
-def routed_at(
-    forest: Forest, tasks: Sequence[Task], n_agents: int, plans: Sequence[Plan],
-    outcomes: Sequence[Any], plan: Plan, depth: int, settings: TrainSettings,
-    budget: Budget | None,
-) -> list[Plan]:
-    """Each task's target: `plan`, except where its episode reaches turn `depth` + 1 (0: the
-    problem; a later Worker turn: after a REJECT), where the continuation of `plan[:depth]` is
-    the one `fixed.routed` reads from the state there."""
-    trails, played = forest.trail(
-        [Episode(task, PlanPolicy(n_agents, plan), depth + 1) for task in tasks], budget
-    )
-    refused(played, budget)
-    reach = [i for i, trail in enumerate(trails) if len(trail) > depth]
-    if not reach:
-        return [plan] * len(tasks)
-    options = [
-        p for p, other in enumerate(plans) if other[:depth] == plan[:depth] and len(other) > depth
-    ]
-    states = np.asarray([trails[i][depth][0].hidden for i in reach])
-    space = input_space(states, 1, settings.project)  # only its basis is used
-    picks = routed(
-        [plans[p] for p in options], [[outcomes[p][i] for i in reach] for p in options],
-        np.asarray([space.features(h) for h in states]), plan, settings.cost_weight,
-    )
-    targets = [plan] * len(tasks)
-    for i, pick in zip(reach, picks):
-        targets[i] = pick
-    return targets
 
 
 def agreement_masked(head: LinearHead, trails: Sequence[Sequence[Any]]) -> float:
