@@ -44,20 +44,6 @@ SHARED_STATES = {
 }
 
 
-# The modules that take longest (a CI run's durations), first: the last units the workers pick
-# up are then short ones, and neither waits long at the end for the other.
-HEAVIEST_FIRST = [
-    "tests/test_kinds.py", "tests/test_learning_records.py", "tests/test_universal.py",
-    "tests/test_train.py", "tests/test_ray.py", "tests/test_coordinator.py",
-    "tests/test_crash_safety.py", "tests/test_tree.py",
-]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {module: i for i, module in enumerate(HEAVIEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     from xdist.scheduler import LoadScopeScheduling
 
