@@ -75,11 +75,16 @@ def coordinator(gguf_path: Path):
 
 @pytest.fixture(scope="session")
 def memo(coordinator, gguf_path: Path):
-    """One hidden-state memo for the learning tests: each task's state is encoded once per run."""
+    """One hidden-state memo for the learning tests: each task's state is encoded once per run,
+    and those in tests/data/states.npz not at all (support/states.py)."""
+    from support.states import RECORD_ENV, PrecomputedStates
+
     from trinity_cli.coordinator.memo import MemoCoordinator
     from trinity_cli.llama.gguf import gguf_sha256
 
-    return MemoCoordinator(coordinator, gguf_sha256(gguf_path))
+    record = os.environ.get(RECORD_ENV)
+    table = PrecomputedStates(record=Path(record) if record else None)
+    return MemoCoordinator(coordinator, gguf_sha256(gguf_path), table=table)
 
 
 def free_port() -> int:

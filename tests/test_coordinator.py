@@ -418,3 +418,24 @@ def test_memoized_states_are_reused_only_under_the_numerics_that_made_them(
         upgraded.encode(transcript)
         assert (upgraded.hits, upgraded.misses) == (0, 1), key
         monkeypatch.undo()
+
+
+def test_the_precomputed_states_are_what_this_coordinator_encodes(coordinator, gguf_path):
+    """tests/data/states.npz stands in for encodes in the learning tests (support/states.py):
+    where it was made with this GGUF and these numerics, the states looked up there for the
+    kinds record's first decisions have the bits a fresh encode gives."""
+    from support.learnable_record import kind_tasks
+    from support.states import PrecomputedStates, made_with
+
+    from trinity_cli.coordinator.memo import MemoCoordinator
+    from trinity_cli.llama.gguf import gguf_sha256
+
+    sha = gguf_sha256(gguf_path)
+    table = PrecomputedStates()
+    if table.made_with != made_with(coordinator, sha):
+        pytest.skip(f"states made with {table.made_with}; nothing in the file applies here")
+    warm, cold = (MemoCoordinator(coordinator, sha, table=t) for t in (table, None))
+    for task in kind_tasks()[::30]:
+        transcript = Transcript(task.problem)
+        assert np.array_equal(warm.encode(transcript).hidden, cold.encode(transcript).hidden)
+    assert (warm.hits, warm.misses, cold.misses) == (4, 0, 4)

@@ -24,10 +24,8 @@ import numpy as np
 import pytest
 from conftest import free_port
 from support.cli import SIM_POOL, TRINITY
-from support.tasks import write_tasks
+from support.tasks import short_humaneval, write_tasks
 from support.wire.server import WireServer, openai_json
-
-from trinity_cli.tasks.taskset import load_humaneval
 
 RAY = str(Path(sys.executable).parent / "ray")
 KEY_ENV = "TRINITY_TEST_RAY_KEY"
@@ -106,7 +104,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def tasks_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
-    write_tasks(path, load_humaneval()[:10], "tags")
+    write_tasks(path, short_humaneval(10), "tags")
     return path
 
 
