@@ -38,7 +38,7 @@ from trinity_cli.core.events import (
     TurnStarted,
     ignore,
 )
-from trinity_cli.core.head import Policy, TurnProbs, decide, role_at
+from trinity_cli.core.head import Pick, Policy, TurnProbs, decide, role_at
 from trinity_cli.core.provider import Prices, Provider, Reply, Request
 from trinity_cli.core.records import CheckOutcome, Decision, EpisodeResult, Truncation, TurnRecord
 from trinity_cli.core.roles import (
@@ -141,14 +141,22 @@ def next_decision(
     return decision_from(state, policy.choose(hidden, state.next_turn), draws, seconds, tokens, cut)
 
 
+def step_from(
+    state: EpisodeState, probs: TurnProbs, draws: tuple[float, float] | None = None
+) -> Pick:
+    """The turn's (agent, role) from the policy's probabilities: the mask, a Thinker's named role
+    and greedy or sampled choice applied (`core.head.decide`). The forest (train/tree.py) takes
+    only this of a decision."""
+    forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
+    return decide(probs, state.mask, draws, forced)
+
+
 def decision_from(
     state: EpisodeState, probs: TurnProbs, draws: tuple[float, float] | None = None,
     seconds: float = 0.0, tokens: int = 0, input_truncated: Truncation | None = None,
 ) -> Decision:
-    """The turn's (agent, role) from the policy's probabilities: the mask, a Thinker's named role
-    and greedy or sampled choice applied (`core.head.decide`)."""
-    forced = None if state.role_override is None else ROLE_ORDER.index(state.role_override)
-    chosen = decide(probs, state.mask, draws, forced)
+    """The turn's decision from the policy's probabilities (`step_from`)."""
+    chosen = step_from(state, probs, draws)
     return Decision(
         turn=state.next_turn, agent_index=chosen.agent, agent=state.agent_names[chosen.agent],
         role=role_at(chosen.role), role_source="thinker" if chosen.forced else "head",

@@ -27,7 +27,7 @@ N_ROLES = len(ROLE_ORDER)
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
-    z = np.exp(x - np.max(x))
+    z = np.exp(x - x.max())  # the method: np.max's Python wrapper costs more than the max here
     return z / z.sum()
 
 
@@ -251,9 +251,11 @@ def decide(
             agent, role, probs.agent_probs, probs.role_probs, float(p), forced_role is not None
         )
     joint = np.outer(probs.agent_probs, probs.role_probs) * mask
-    if joint.sum() <= 0:  # all the policy's mass on forbidden pairs: uniform over allowed ones
+    total = joint.sum()
+    if total <= 0:  # all the policy's mass on forbidden pairs: uniform over allowed ones
         joint = mask.astype(np.float64)
-    joint = joint / joint.sum()
+        total = joint.sum()
+    joint = joint / total
     agent_marginal, role_marginal = joint.sum(axis=1), joint.sum(axis=0)
     if forced_role is not None and joint[:, forced_role].sum() > 0:
         given_role = joint[:, forced_role] / joint[:, forced_role].sum()
@@ -262,7 +264,7 @@ def decide(
             agent, forced_role, agent_marginal, role_marginal, float(given_role[agent]), True
         )
     if draws is None:
-        agent, role = (int(i) for i in np.unravel_index(int(np.argmax(joint)), joint.shape))
+        agent, role = divmod(int(joint.argmax()), joint.shape[1])
     else:
         agent = pick(agent_marginal, u_agent)
         role = pick(joint[agent] / joint[agent].sum(), u_role)
@@ -272,7 +274,7 @@ def decide(
 def pick(probs: np.ndarray, u: float | None) -> int:
     """Greedy (u is None) or inverse-CDF sampling with a uniform draw u in [0, 1)."""
     if u is None:
-        return int(np.argmax(probs))
+        return int(probs.argmax())
     index = int(np.searchsorted(np.cumsum(probs), u * probs.sum(), side="right"))
     return min(index, len(probs) - 1)
 

@@ -34,9 +34,8 @@ from typing import Any
 import numpy as np
 
 from trinity_cli.core.budget import Budget
-from trinity_cli.core.episode import BUDGET, decision_from
+from trinity_cli.core.episode import BUDGET, step_from
 from trinity_cli.core.head import N_ROLES, LinearHead, PlanPolicy
-from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.core.transcript import CURRENT_FORMAT
 from trinity_cli.errors import BudgetExceeded
 from trinity_cli.tasks.grading import Grader
@@ -222,8 +221,8 @@ def agreement_masked(head: LinearHead, trails: Sequence[Sequence[Any]]) -> float
     pairs = [(node, step) for trail in trails for node, step in trail]
     hits = 0
     for node, (agent, role) in pairs:
-        decision = decision_from(node.state, head.choose(node.hidden, node.state.next_turn))
-        hits += decision.agent_index == agent and ROLE_ORDER.index(decision.role) == role
+        pick = step_from(node.state, head.choose(node.hidden, node.state.next_turn))
+        hits += (pick.agent, pick.role) == (agent, role)
     return hits / len(pairs) if pairs else 1.0
 
 

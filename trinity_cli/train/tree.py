@@ -6,7 +6,7 @@ answer a request the same way every time, and any other agent does through the r
 episodes of one task form a tree: a node is the state after some turns, an edge one
 (agent, role) step. `Forest.play` plays episodes (`runner.Episode`: greedy or sampled, any
 policy, any turn limit up to the forest's) on those trees with the loop's own functions
-(`core.episode.decision_from`, `take_turn`, `apply`), so a score here is the score
+(`core.episode.step_from`, `take_turn`, `apply`), so a score here is the score
 `run_episode` would give. Each node costs one agent call, one coordinator encoding (only when
 a policy that reads states reaches it) and one grading, once; after that, scoring a candidate
 head on a task is a few matrix-vector products. That is what lets `trinity train` score every
@@ -35,9 +35,9 @@ from trinity_cli.core.episode import (
     PROVIDER_ERROR,
     TURN_LIMIT,
     EpisodeState,
-    decision_from,
     new_state,
     role_mask,
+    step_from,
     take_turn,
 )
 from trinity_cli.core.records import Decision
@@ -240,10 +240,8 @@ class Forest:
         while (node := tree.get(path)) is not None and not (
             node.state.done or len(node.state.records) >= episode.max_turns
         ):
-            decision = decision_from(
-                node.state, episode.policy.choose(node.hidden, node.state.next_turn)
-            )
-            step = (decision.agent_index, ROLE_ORDER.index(decision.role))
+            pick = step_from(node.state, episode.policy.choose(node.hidden, node.state.next_turn))
+            step = (pick.agent, pick.role)
             trail.append((node, step))
             path += (step,)
         return trail
@@ -273,10 +271,8 @@ class Forest:
             draws = (
                 None if walk.rng is None else (float(walk.rng.random()), float(walk.rng.random()))
             )
-            decision = decision_from(
-                state, episode.policy.choose(node.hidden, state.next_turn), draws
-            )
-            walk.path += ((decision.agent_index, ROLE_ORDER.index(decision.role)),)
+            pick = step_from(state, episode.policy.choose(node.hidden, state.next_turn), draws)
+            walk.path += ((pick.agent, pick.role),)
 
     @staticmethod
     def _end_walks(walks: list[_Walk], tree: TreeKey, path: Path, outcome: Outcome) -> None:
