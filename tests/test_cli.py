@@ -19,7 +19,7 @@ from support.cli import (
     every_command,
     trinity,
 )
-from support.tasks import write_tasks
+from support.tasks import short_humaneval, write_tasks
 
 
 @pytest.fixture()
@@ -262,9 +262,7 @@ def test_pool_lists_agents_and_usability(workdir):
 
 
 def test_train_then_eval_on_a_small_task_file(workdir):
-    from trinity_cli.tasks.taskset import load_humaneval
-
-    tasks = load_humaneval()[:14]
+    tasks = short_humaneval(14)
     write_tasks(workdir / "tasks.jsonl", tasks, "tags")
     flags = ["--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "1"]
     result = trinity(

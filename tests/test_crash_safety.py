@@ -14,9 +14,7 @@ import time
 
 import numpy as np
 from support.cli import SIM_POOL, TRINITY
-from support.tasks import write_tasks
-
-from trinity_cli.tasks.taskset import load_humaneval
+from support.tasks import short_humaneval, write_tasks
 
 GENERATIONS = 30
 
@@ -27,7 +25,7 @@ def test_sigkill_or_ctrl_c_at_random_moments_then_resume_reaches_the_uninterrupt
     """The killed runs go first, on cold caches (where a run takes long enough to be killed in
     the middle); the uninterrupted run then uses the caches they filled."""
     monkeypatch.setenv("TRINITY_HOME", str(workdir / "home"))
-    tasks = load_humaneval()[:16]
+    tasks = short_humaneval(16)
     write_tasks(workdir / "tasks.jsonl", tasks, "tags")
     flags = [
         "train", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--max-turns", "2",

@@ -18,7 +18,9 @@ import pytest
 from support.learning import (
     SETTINGS_FILE,
     chosen_settings,
+    score,
     train_and_score,
+    train_on,
 )
 
 from trinity_cli.coordinator.permuted import PermutedCoordinator
@@ -56,24 +58,32 @@ def agents_for(sim, store_name="responses.sqlite"):
     return build_agents(sim["pool"].agents, sim["tasks"], store), store
 
 
-def scored_on_test(sim, coordinator, name):
-    """Train on the fit part of the train split at the settings chosen on its validation slice;
-    score the test split, once."""
-    return train_and_score(
-        sim["pool"], sim["tasks"], sim["fit"], sim["test"], coordinator, sim["grader"],
-        chosen_settings(), sim["root"] / f"{name}.ckpt",
+@pytest.fixture(scope="session")
+def fitted(sim):
+    """The head trained on the fit part at the chosen settings, with its agents: what the test
+    split and (re-scored) the validation slice evaluate."""
+    return train_on(
+        sim["pool"], sim["tasks"], sim["fit"], sim["coordinator"], sim["grader"],
+        chosen_settings(), sim["root"] / "trained.ckpt",
         ResponseStore(sim["root"] / "responses.sqlite"),
     )
 
 
 @pytest.fixture(scope="session")
-def trained(sim):
-    return scored_on_test(sim, sim["coordinator"], "trained")
+def trained(sim, fitted):
+    """Trained on the fit part of the train split at the settings chosen on its validation
+    slice; scored on the test split, once."""
+    return score(*fitted, sim["test"], sim["coordinator"], sim["grader"], chosen_settings())
 
 
 @pytest.fixture(scope="session")
 def permuted(sim):
-    return scored_on_test(sim, PermutedCoordinator(sim["coordinator"], sim["tasks"]), "permuted")
+    """The control, by the same protocol: each task reads another task's state."""
+    return train_and_score(
+        sim["pool"], sim["tasks"], sim["fit"], sim["test"],
+        PermutedCoordinator(sim["coordinator"], sim["tasks"]), sim["grader"], chosen_settings(),
+        sim["root"] / "permuted.ckpt", ResponseStore(sim["root"] / "responses.sqlite"),
+    )
 
 
 def test_the_settings_were_chosen_on_the_validation_slice_of_the_train_split(sim):
@@ -92,16 +102,14 @@ def test_the_settings_were_chosen_on_the_validation_slice_of_the_train_split(sim
     assert chosen["chosen"] == best["settings"] == asdict(chosen_settings())
 
 
-def test_the_chosen_settings_score_on_validation_what_the_file_says(sim):
+def test_the_chosen_settings_score_on_validation_what_the_file_says(sim, fitted):
     """The chosen row re-scored: its settings trained on the fit part again, scored on the
     validation slice. A file edited by hand, or a trainer that no longer makes the head the
     choice was made with, fails here."""
     chosen = json.loads(SETTINGS_FILE.read_text())
     row = next(r for r in chosen["grid"] if r["settings"] == chosen["chosen"])
-    scored = train_and_score(
-        sim["pool"], sim["tasks"], sim["fit"], sim["validation"], sim["coordinator"], sim["grader"],
-        chosen_settings(), sim["root"] / "validation.ckpt",
-        ResponseStore(sim["root"] / "responses.sqlite"),
+    scored = score(
+        *fitted, sim["validation"], sim["coordinator"], sim["grader"], chosen_settings(),
         baselines=("pipeline", "single"),  # the rows the three figures come from
     )
     assert (

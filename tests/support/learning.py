@@ -19,7 +19,7 @@ from typing import Any
 from trinity_cli.providers.registry import build_agents
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.baselines import BASELINES, HeadUnderTest, evaluate, paired_margin
-from trinity_cli.train.es import TrainSettings, train
+from trinity_cli.train.es import TrainResult, TrainSettings, train
 
 SETTINGS_FILE = Path(__file__).resolve().parents[1] / "learning_settings.json"
 
@@ -28,14 +28,21 @@ def chosen_settings() -> TrainSettings:
     return TrainSettings(**json.loads(SETTINGS_FILE.read_text())["chosen"])
 
 
-def train_and_score(
-    pool, all_tasks: list[Task], fit: list[Task], scored: list[Task], coordinator: Any, grader,
-    settings: TrainSettings, checkpoint: Path, store, baselines: Sequence[str] = BASELINES,
-) -> dict[str, Any]:
-    """Train on `fit`, evaluate on `scored`: the rows by name and the margins the suite asserts
-    (`baselines`: which rows; the best single is among `single:` and `pipeline:`)."""
+def train_on(
+    pool, all_tasks: list[Task], fit: list[Task], coordinator: Any, grader,
+    settings: TrainSettings, checkpoint: Path, store,
+) -> tuple[list[Any], TrainResult]:
+    """The pool's agents and the head trained on `fit`."""
     agents = build_agents(pool.agents, all_tasks, store)
-    result = train(fit, agents, coordinator, grader, settings, checkpoint)
+    return agents, train(fit, agents, coordinator, grader, settings, checkpoint)
+
+
+def score(
+    agents: list[Any], result: TrainResult, scored: list[Task], coordinator: Any, grader,
+    settings: TrainSettings, baselines: Sequence[str] = BASELINES,
+) -> dict[str, Any]:
+    """The head evaluated on `scored`: the rows by name and the margins the suite asserts
+    (`baselines`: which rows; the best single is among `single:` and `pipeline:`)."""
     report = evaluate(
         scored, agents, [HeadUnderTest("trained", result.head, coordinator)], grader,
         max_turns=settings.max_turns, baselines=baselines,
@@ -51,3 +58,12 @@ def train_and_score(
             paired_margin(trained, rows["random"].passes) if "random" in rows else None
         ),
     }
+
+
+def train_and_score(
+    pool, all_tasks: list[Task], fit: list[Task], scored: list[Task], coordinator: Any, grader,
+    settings: TrainSettings, checkpoint: Path, store, baselines: Sequence[str] = BASELINES,
+) -> dict[str, Any]:
+    """Train on `fit`, evaluate on `scored` (`score`)."""
+    fitted = train_on(pool, all_tasks, fit, coordinator, grader, settings, checkpoint, store)
+    return score(*fitted, scored, coordinator, grader, settings, baselines)
