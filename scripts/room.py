@@ -110,8 +110,9 @@ def decision_point(
     ]
     options = [p for p, candidate in enumerate(plans) if candidate[:depth] == plan[:depth]
                and len(candidate) > depth]
+    continuations = [plans[p] for p in options]
     here = values[np.ix_(options, reach)]  # continuations × reaching tasks
-    own = here[[plans[p] for p in options].index(plan)]
+    own = here[continuations.index(plan)]
     point: dict[str, Any] = {
         "turn": depth + 1, "tasks": len(reach), "continuations": len(options),
         "best_fixed": round(float(own.mean()), 4),
@@ -128,10 +129,10 @@ def decision_point(
         for held in split:
             fit = [j for j in range(len(reach)) if j not in set(held)]
             fit_outcomes = [[outcomes[p][reach[j]] for j in fit] for p in options]
-            fixed_plan = choose([plans[p] for p in options], fit_outcomes, cost_weight).plan
+            fixed_plan = choose(continuations, fit_outcomes, cost_weight).plan
             space = input_space(states[fit], 1, k)  # only its basis is used
             chosen = routed(
-                [plans[p] for p in options], fit_outcomes,
+                continuations, fit_outcomes,
                 np.asarray([space.features(h) for h in states[fit]]), fixed_plan, cost_weight,
                 ridge, np.asarray([space.features(h) for h in states[held]]),
             )

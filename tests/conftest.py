@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.states import PrecomputedStates, seed_state_cache
 
 _HOME = Path(tempfile.mkdtemp(prefix="trinity-tests-"))
 os.environ["TRINITY_HOME"] = str(_HOME / "home")
@@ -23,6 +24,7 @@ for variable in ("TRINITY_POOL", "TRINITY_WEIGHTS"):
     os.environ.pop(variable, None)
 for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
     os.environ.pop(key, None)
+seed_state_cache(_HOME / "home" / "cache", PrecomputedStates())  # support/states.py
 
 
 def _one_core_per_worker() -> None:

@@ -1,6 +1,7 @@
 """Precomputed coordinator states for the learning tests (DEVELOPERS.md: the suite's budget).
 
-The session's memo (conftest.py) reads `tests/data/states.npz` first: hidden states the real
+The session's memo (conftest.py) reads `tests/data/states.npz` first, and so do the trinity
+commands a test runs with the session's TRINITY_HOME (`seed_state_cache`): hidden states the real
 GGUF produced through llama.cpp for the transcripts the learning tests reach, keyed as
 `MemoCoordinator` keys them (GGUF sha256, llama.cpp's version and CPU kernels, transcript
 format, token ids). A key names its inputs exactly, so a state is used only where this machine
@@ -63,6 +64,19 @@ class PrecomputedStates:
 
     def count(self) -> int:
         return len(self.rows)
+
+
+def seed_state_cache(cache_dir: Path, states: PrecomputedStates) -> None:
+    """The states file in the state cache of the trinity commands the suite runs (what
+    `paths.cache_dir()` gives them): a command started with that cache encodes only what the
+    file lacks; one started with a TRINITY_HOME of its own starts cold, as before."""
+    table, column, kind = MemoCoordinator.SCHEMA
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(cache_dir / "hidden.sqlite")
+    with db:
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, {column} {kind})")
+        db.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", states.rows.items())
+    db.close()
 
 
 def made_with(coordinator: Any, gguf_sha256: str) -> str:

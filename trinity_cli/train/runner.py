@@ -45,6 +45,11 @@ class Episode:
     def task_id(self) -> str:
         return self.task.task_id
 
+    @property
+    def tree(self) -> tuple[str, tuple[int, ...] | None]:
+        """Which of a forest's trees it plays on (train/tree.py): its task's, for its agents."""
+        return self.task.task_id, self.agents
+
     def run(self, players: Players) -> Outcome:
         agents = players.agents if self.agents is None else [players.agents[i] for i in self.agents]
         coordinator = (

@@ -158,7 +158,7 @@ class Forest:
         if self.task_at_a_time:
             by_tree: dict[TreeKey, list[_Walk]] = {}
             for walk in walks:
-                by_tree.setdefault((walk.episode.task_id, walk.episode.agents), []).append(walk)
+                by_tree.setdefault(walk.episode.tree, []).append(walk)
             for group in by_tree.values():
                 self._grow(group, budget)
         else:
@@ -173,9 +173,7 @@ class Forest:
             for walk in pending:
                 grow = self._advance(walk)
                 if grow is not None:
-                    key = (
-                        (walk.episode.task_id, walk.episode.agents), walk.path, grow.step is None,
-                    )
+                    key = (walk.episode.tree, walk.path, grow.step is None)
                     wanted.setdefault(key, grow)
             if not wanted:
                 break
@@ -234,7 +232,7 @@ class Forest:
 
     def steps(self, episode: Episode) -> list[tuple[Node, Step]]:
         """A greedy episode played before (`play`): its decision nodes and the step at each."""
-        tree = self.trees.get((episode.task_id, episode.agents), {})
+        tree = self.trees.get(episode.tree, {})
         path: Path = ()
         trail: list[tuple[Node, Step]] = []
         while (node := tree.get(path)) is not None and not (
@@ -249,7 +247,7 @@ class Forest:
     def _advance(self, walk: _Walk) -> Grow | None:
         """Walk on while the tree has the nodes; the unit that makes the one missing, if any."""
         episode = walk.episode
-        tree = self.trees.get((episode.task_id, episode.agents), {})
+        tree = self.trees.get(episode.tree, {})
         reads = bool(getattr(episode.policy, "needs_hidden", False))
         while True:
             node = tree.get(walk.path)
@@ -278,11 +276,7 @@ class Forest:
     def _end_walks(walks: list[_Walk], tree: TreeKey, path: Path, outcome: Outcome) -> None:
         """The walks that needed a node whose call failed end there, with its outcome."""
         for walk in walks:
-            if (
-                (walk.episode.task_id, walk.episode.agents) == tree
-                and walk.path == path
-                and walk.outcome is None
-            ):
+            if walk.episode.tree == tree and walk.path == path and walk.outcome is None:
                 walk.outcome = outcome
 
 
