@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from support.states import PrecomputedStates, seed_state_cache
+from support.states import RECORD_ENV, PrecomputedStates, seed_state_cache
 
 _HOME = Path(tempfile.mkdtemp(prefix="trinity-tests-"))
 os.environ["TRINITY_HOME"] = str(_HOME / "home")
@@ -24,7 +24,11 @@ for variable in ("TRINITY_POOL", "TRINITY_WEIGHTS"):
     os.environ.pop(variable, None)
 for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
     os.environ.pop(key, None)
-seed_state_cache(_HOME / "home" / "cache", PrecomputedStates())  # support/states.py
+# support/states.py: read once, for the memo and for the commands' state cache
+_STATES = PrecomputedStates(
+    record=Path(os.environ[RECORD_ENV]) if os.environ.get(RECORD_ENV) else None
+)
+seed_state_cache(_HOME / "home" / "cache", _STATES)
 
 
 def _one_core_per_worker() -> None:
@@ -79,14 +83,10 @@ def coordinator(gguf_path: Path):
 def memo(coordinator, gguf_path: Path):
     """One hidden-state memo for the learning tests: each task's state is encoded once per run,
     and those in tests/data/states.npz not at all (support/states.py)."""
-    from support.states import RECORD_ENV, PrecomputedStates
-
     from trinity_cli.coordinator.memo import MemoCoordinator
     from trinity_cli.llama.gguf import gguf_sha256
 
-    record = os.environ.get(RECORD_ENV)
-    table = PrecomputedStates(record=Path(record) if record else None)
-    return MemoCoordinator(coordinator, gguf_sha256(gguf_path), table=table)
+    return MemoCoordinator(coordinator, gguf_sha256(gguf_path), table=_STATES)
 
 
 def free_port() -> int:

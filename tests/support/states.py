@@ -48,7 +48,6 @@ class PrecomputedStates:
                 for key, state in zip(stored["keys"], stored["states"]):
                     self.rows[str(key)] = state.tobytes()
                 self.made_with = str(stored["made_with"])
-        self.precomputed = len(self.rows)
         self._record = None if record is None else KeyValueStore(record, *MemoCoordinator.SCHEMA)
 
     def get(self, key: str) -> bytes | None:

@@ -31,6 +31,10 @@ class Players:
     budget: Budget | None = None
 
 
+# (task id, the episode's agents; None: the whole pool)
+TreeKey = tuple[str, tuple[int, ...] | None]
+
+
 @dataclass(frozen=True)
 class Episode:
     task: Task
@@ -46,7 +50,7 @@ class Episode:
         return self.task.task_id
 
     @property
-    def tree(self) -> tuple[str, tuple[int, ...] | None]:
+    def tree(self) -> TreeKey:
         """Which of a forest's trees it plays on (train/tree.py): its task's, for its agents."""
         return self.task.task_id, self.agents
 

@@ -44,14 +44,10 @@ from trinity_cli.core.records import Decision
 from trinity_cli.core.roles import ROLE_ORDER
 from trinity_cli.tasks.taskset import Task
 from trinity_cli.train.fitness import Outcome, outcome_of
-from trinity_cli.train.runner import Episode, Players, Runner
+from trinity_cli.train.runner import Episode, Players, Runner, TreeKey
 
 Step = tuple[int, int]  # (agent index among the episode's agents, role index in ROLE_ORDER)
 Path = tuple[Step, ...]
-# (task id, the episode's agents; None: the whole pool)
-TreeKey = tuple[
-    str, tuple[int, ...] | None
-]
 
 
 @dataclass
