@@ -8,7 +8,13 @@ import json
 import pytest
 from conftest import free_port
 from support.cli import trinity
-from support.wire.server import Scripted, WireServer, openai_reasoning_check, openai_stream
+from support.wire.server import (
+    Scripted,
+    WireServer,
+    openai_json,
+    openai_reasoning_check,
+    openai_stream,
+)
 
 from trinity_cli.core.provider import Request
 from trinity_cli.core.roles import Role
@@ -57,6 +63,21 @@ def test_unreachable_server_is_a_network_error():
         provider.complete(REQUEST)
     assert caught.value.kind == "network"
     assert "local-server" in caught.value.message
+
+
+def test_a_server_that_answers_a_stream_with_plain_json_is_an_error_not_an_empty_answer():
+    """The SDK reads no event from a plain JSON body; an empty answer at an estimated cost would
+    pass silently for the agent's reply."""
+    reply = openai_json("def f(): pass")
+    server = WireServer(check=lambda body: reply)
+    try:
+        provider = OpenAIProvider(spec(server.url + "/v1", retries=2))
+        with pytest.raises(ProviderError, match="no stream events") as caught:
+            provider.complete(REQUEST, on_text=lambda text: None)
+        assert caught.value.kind == "bad_request" and len(server.requests) == 1  # not retried
+        assert provider.complete(REQUEST).text == "def f(): pass"  # the same body, unstreamed
+    finally:
+        server.close()
 
 
 # -- OpenAI's reasoning models (o1, o3, o4, gpt-5) ---------------------------------------------

@@ -25,7 +25,7 @@ import pytest
 from conftest import free_port
 from support.cli import SIM_POOL, TRINITY
 from support.tasks import short_humaneval, write_tasks
-from support.wire.server import WireServer, openai_json
+from support.wire.server import WireServer, openai_stream
 
 RAY = str(Path(sys.executable).parent / "ray")
 KEY_ENV = "TRINITY_TEST_RAY_KEY"
@@ -38,13 +38,13 @@ SIM_AGENTS = "".join(
 # address uses it only when told (Ray's own rule); newer Ray releases also need the token itself
 # (here a random one of this test cluster's, in the environment of the cluster and its clients)
 ANSWER = "```python\ndef solution():\n    return None\n```\nVERDICT: ACCEPT"
-TOKENS = 105  # a loopback reply's prompt and completion tokens (openai_json: 100 + 5)
+TOKENS = 100 + len(ANSWER) // 4  # a loopback reply's prompt and completion tokens (its usage)
 
 
 def loopback(latency_s: float) -> WireServer:
     """A network-bound agent with no model behind it: every request answered with ANSWER after
-    `latency_s`."""
-    reply = openai_json(ANSWER, tokens_in=100)
+    `latency_s`, streamed (as trinity asks) with its usage."""
+    reply = openai_stream(ANSWER, tokens_in=100)
     reply.delay_s = latency_s
     return WireServer(check=lambda body: reply)
 
@@ -104,7 +104,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def tasks_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
-    write_tasks(path, short_humaneval(10), "tags")
+    write_tasks(path, short_humaneval(6), "tags")
     return path
 
 
@@ -193,7 +193,7 @@ def test_a_ray_run_from_cold_caches_writes_the_local_runs_head_and_eval_reports_
 
 def test_profile_on_ray_gives_the_local_profiles(cluster, tasks_file, tmp_path):
     flags = [
-        "profile", "--pool", "ldb-humaneval", "--tasks", str(tasks_file), "--n", "6", "--json",
+        "profile", "--pool", "ldb-humaneval", "--tasks", str(tasks_file), "--n", "4", "--json",
         "--no-log",
     ]
     here = run(*flags, home=tmp_path / "p1")
@@ -287,7 +287,7 @@ def test_the_budget_holds_across_workers_and_the_key_stays_out_of_rays_logs(
     server = loopback(0.2)
     try:
         pool = tmp_path / "paid.toml"
-        pool.write_text(loopback_pool(server, ("a", "b", "c"), price=100.0))  # $0.0105 a call
+        pool.write_text(loopback_pool(server, ("a", "b", "c"), price=100.0))  # $0.0115 a call
         flags = [f for f in TRAIN if f != "--no-log"]
         result = run(
             "train", "--tasks", str(tasks_file), "--pool", str(pool), *flags, "--out",

@@ -492,23 +492,22 @@ class LoopbackAgent:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
                 time.sleep(latency_s)
-                body = json.dumps(
-                    {
-                        "id": "loopback", "object": "chat.completion", "created": 0,
-                        "model": "loopback",
-                        "choices": [
-                            {
-                                "index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": answer},
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
-                        },
-                    }
-                ).encode()
+                # trinity streams its agent calls: one chunk of text, then the usage
+                chunk = {"id": "loopback", "object": "chat.completion.chunk", "created": 0,
+                         "model": "loopback"}
+                events = [
+                    {**chunk, "choices": [{
+                        "index": 0, "finish_reason": "stop",
+                        "delta": {"role": "assistant", "content": answer},
+                    }]},
+                    {**chunk, "choices": [], "usage": {
+                        "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+                    }},
+                ]
+                body = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
+                body += b"data: [DONE]\n\n"
                 self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
+from trinity_cli.errors import ProviderError
 from trinity_cli.pool.spec import AgentSpec, default_token_param
 from trinity_cli.providers.base import Stopwatch, estimate_tokens
 from trinity_cli.providers.errors import classify
@@ -87,7 +88,9 @@ class OpenAIProvider:
                 stream = self._client.chat.completions.create(
                     **common, stream=True, stream_options={"include_usage": True}
                 )  # type: ignore[call-overload]
+                events = 0
                 for chunk in stream:
+                    events += 1
                     if chunk.usage is not None:
                         usage = chunk.usage
                     for choice in chunk.choices or []:
@@ -98,6 +101,13 @@ class OpenAIProvider:
                             on_text(delta)
         except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
+        if on_text is not None and not events:  # say, a plain JSON body: the SDK yields nothing
+            where = f" at {self.spec.base_url}" if self.spec.base_url else ""
+            raise ProviderError(
+                f"agent {self.spec.name!r} ({self.spec.provider}{where}): the server answered a "
+                "streamed request with no stream events (does it support `stream: true`?)",
+                agent=self.spec.name, kind="bad_request", status=200,
+            )
         text = "".join(parts)
         # completion_tokens includes reasoning tokens
         if (
