@@ -14,11 +14,12 @@ from trinity_cli.errors import ConfigError
 TOLERANCE = 1e-4
 
 
-def long_transcript(n_turns: int) -> Transcript:
+def long_transcript(n_turns: int, repeats: int = 6) -> Transcript:
+    """`n_turns` turns, each a sentence of about 20 tokens said `repeats` times."""
     transcript = Transcript(Problem("Write `is_prime(n)` that returns True when n is prime.\n"))
     for i in range(n_turns):
         role = (Role.THINKER, Role.WORKER, Role.VERIFIER)[i % 3]
-        text = f"Attempt {i}: check divisors up to sqrt(n); handle n < 2 and even numbers. " * 6
+        text = f"Attempt {i}: check divisors up to sqrt(n); handle n < 2 and even numbers. " * repeats
         transcript = transcript.with_turn(Turn(f"agent{i % 2}", role, text))
     return transcript
 
@@ -341,11 +342,15 @@ def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, 
     sessions each step evaluates only its new turn; with one, each step re-evaluates the other's."""
     from trinity_cli.coordinator.llama import LlamaCoordinator
 
-    a = [long_transcript(n) for n in range(1, 5)]
+    a = [long_transcript(n, repeats=2) for n in range(1, 5)]
     b = [
         Transcript(t.problem, tuple(Turn("other", turn.role, turn.text[::-1]) for turn in t.turns))
         for t in a
     ]
+    fresh = []  # each transcript encoded alone, from an empty cache
+    for transcript in a + b:
+        coordinator.reset()
+        fresh.append(coordinator.encode(transcript).hidden)
     evaluated = {}
     for sessions in (1, 2):
         pair = LlamaCoordinator(gguf_path, n_ctx=4096, sessions=sessions)
@@ -354,11 +359,9 @@ def test_sessions_keep_each_episodes_prefix_when_episodes_interleave(gguf_path, 
         finally:
             pair.close()
         evaluated[sessions] = sum(ea.tokens + eb.tokens for ea, eb in steps[1:])
-        for (ea, eb), x, y in zip(steps, a, b):
-            coordinator.reset()
-            assert np.array_equal(ea.hidden, coordinator.encode(x).hidden)
-            coordinator.reset()
-            assert np.array_equal(eb.hidden, coordinator.encode(y).hidden)
+        interleaved = [e.hidden for e, _ in steps] + [e.hidden for _, e in steps]
+        for step, alone in zip(interleaved, fresh, strict=True):
+            assert np.array_equal(step, alone)
     new_turns = sum(
         len(coordinator.tokenize(t.coordinator_segments()[-1], bos=False))
         + len(coordinator.cue_tokens)
