@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +56,29 @@ def test_round_trip(tmp_path, turn_features):
     )
     assert meta["agents"][0] == {"name": "gemma-greedy", "provider": "local", "model": "embedded"}
     assert not mismatches(meta, BACKBONE, pool)
+
+
+def test_the_searchs_candidates_share_the_states_they_read_and_a_pickle_leaves_them_behind():
+    """`with_weights` heads read each state once between them, and choose what a head of their
+    weights made afresh chooses; a pickled head (a Ray unit) carries its parameters only."""
+    rng = np.random.default_rng(1)
+    head = LinearHead(
+        rng.normal(size=(5, 4 + 3)), np.zeros(16), np.ones(16), rng.normal(size=(4, 16)), 3
+    )
+    states = [rng.normal(size=16).astype(np.float32) for _ in range(3)]
+    candidates = [head.with_weights(rng.normal(size=head.flat.size)) for _ in range(4)]
+    for candidate in candidates:
+        fresh = LinearHead(candidate.weights, head.mean, head.std, head.basis, 3)
+        for state, turn in itertools.product(states, (1, 2, 5)):
+            ours, theirs = candidate.choose(state, turn), fresh.choose(state, turn)
+            assert np.array_equal(ours.agent_probs, theirs.agent_probs)
+            assert np.array_equal(ours.role_probs, theirs.role_probs)
+    assert all(c.inputs is head.inputs for c in candidates) and len(head.inputs) == 9
+    copy = pickle.loads(pickle.dumps(candidates[0]))
+    assert copy.inputs == {} and np.array_equal(copy.weights, candidates[0].weights)
+    assert np.array_equal(
+        copy.choose(states[0], 2).agent_probs, candidates[0].choose(states[0], 2).agent_probs
+    )
 
 
 @pytest.mark.parametrize(

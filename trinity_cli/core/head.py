@@ -16,8 +16,8 @@ any backbone. Fixed policies (the untrained fallback pipeline, random) share the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,8 +27,10 @@ N_ROLES = len(ROLE_ORDER)
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
-    z = np.exp(x - x.max())  # the method: np.max's Python wrapper costs more than the max here
-    return z / z.sum()
+    # the ufuncs' own reductions, which x.max() and z.sum() call through Python wrappers that
+    # cost more than the reduction on a vector this short (the search makes millions)
+    z = np.exp(x - np.maximum.reduce(x))
+    return z / np.add.reduce(z)
 
 
 def turn_indicators(turn: int, count: int) -> np.ndarray:
@@ -62,8 +64,17 @@ class LinearHead:
     turn_features: int = (
         0  # T: indicators of turns 1..T after the state's k (later turns count as T)
     )
+    # x for each (state, turn) read so far, by the state's id (the state kept with it, so that
+    # the id stays its own): shared by the heads `with_weights` makes, the search's candidates,
+    # which read the same states; a pickled head leaves it behind (`__reduce__`)
+    inputs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     needs_hidden = True
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return LinearHead, (self.weights, self.mean, self.std, self.basis, self.turn_features)
 
     @property
     def n_agents(self) -> int:
@@ -82,10 +93,13 @@ class LinearHead:
     def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
         if hidden is None:
             raise ValueError("a linear head needs the coordinator's hidden state")
-        logits = self.weights @ np.concatenate(
-            [self.features(hidden), turn_indicators(turn, self.turn_features)]
-        )
-        return TurnProbs(softmax(logits[: self.n_agents]), softmax(logits[self.n_agents :]))
+        read = self.inputs.get((id(hidden), turn))
+        if read is None:
+            x = np.concatenate([self.features(hidden), turn_indicators(turn, self.turn_features)])
+            self.inputs[id(hidden), turn] = read = (hidden, x)
+        logits = self.weights @ read[1]
+        n_agents = self.n_agents
+        return TurnProbs(softmax(logits[:n_agents]), softmax(logits[n_agents:]))
 
     @property
     def flat(self) -> np.ndarray:
@@ -95,7 +109,8 @@ class LinearHead:
     def with_weights(self, flat: np.ndarray) -> LinearHead:
         """The same head with new parameters (the optimizer's flat vector)."""
         return LinearHead(
-            flat.reshape(self.weights.shape), self.mean, self.std, self.basis, self.turn_features
+            flat.reshape(self.weights.shape), self.mean, self.std, self.basis, self.turn_features,
+            self.inputs,
         )
 
 
@@ -250,13 +265,13 @@ def decide(
         return Pick(
             agent, role, probs.agent_probs, probs.role_probs, float(p), forced_role is not None
         )
-    joint = np.outer(probs.agent_probs, probs.role_probs) * mask
-    total = joint.sum()
+    joint = probs.agent_probs[:, None] * probs.role_probs * mask  # np.outer's own product
+    total = np.add.reduce(joint, axis=None)  # joint.sum(), without its wrapper (as softmax)
     if total <= 0:  # all the policy's mass on forbidden pairs: uniform over allowed ones
         joint = mask.astype(np.float64)
-        total = joint.sum()
+        total = np.add.reduce(joint, axis=None)
     joint = joint / total
-    agent_marginal, role_marginal = joint.sum(axis=1), joint.sum(axis=0)
+    agent_marginal, role_marginal = np.add.reduce(joint, axis=1), np.add.reduce(joint, axis=0)
     if forced_role is not None and joint[:, forced_role].sum() > 0:
         given_role = joint[:, forced_role] / joint[:, forced_role].sum()
         agent = pick(given_role, u_agent)
