@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.tasks import short_humaneval
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.head import LinearHead, PlanPolicy, RandomPolicy
@@ -95,9 +96,10 @@ class CountingCoordinator:
 
 
 def test_growing_a_task_at_a_time_plays_the_same_episodes_reusing_each_tasks_kv_prefix(
-    recorded, coordinator, memo
+    coordinator, memo
 ):
-    agents, tasks = recorded["agents"], recorded["tasks"][:2]
+    pool, tasks = load_pool("ldb-humaneval"), short_humaneval(2)  # the coordinator encodes all
+    agents = build_agents(pool.agents, tasks, coordinator_model=pool.coordinator.model)
     episodes = [
         Episode(t, random_head(agents, memo, seed), 4, None, CURRENT_FORMAT.id)
         for t in tasks
