@@ -59,8 +59,9 @@ def test_round_trip(tmp_path, turn_features):
 
 
 def test_the_searchs_candidates_share_the_states_they_read_and_a_pickle_leaves_them_behind():
-    """`with_weights` heads read each state once between them, and choose what a head of their
-    weights made afresh chooses; a pickled head (a Ray unit) carries its parameters only."""
+    """`with_weights` heads read each state once between them, for as long as it lives, and
+    choose what a head of their weights made afresh chooses; a pickled head (a Ray unit) carries
+    its parameters only."""
     rng = np.random.default_rng(1)
     head = LinearHead(
         rng.normal(size=(5, 4 + 3)), np.zeros(16), np.ones(16), rng.normal(size=(4, 16)), 3
@@ -74,6 +75,9 @@ def test_the_searchs_candidates_share_the_states_they_read_and_a_pickle_leaves_t
             assert np.array_equal(ours.agent_probs, theirs.agent_probs)
             assert np.array_equal(ours.role_probs, theirs.role_probs)
     assert all(c.inputs is head.inputs for c in candidates) and len(head.inputs) == 9
+    del ours, theirs, state
+    states.pop()
+    assert len(head.inputs) == 6  # a state's entries go with it
     copy = pickle.loads(pickle.dumps(candidates[0]))
     assert copy.inputs == {} and np.array_equal(copy.weights, candidates[0].weights)
     assert np.array_equal(

@@ -16,6 +16,7 @@ any backbone. Fixed policies (the untrained fallback pipeline, random) share the
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -64,10 +65,10 @@ class LinearHead:
     turn_features: int = (
         0  # T: indicators of turns 1..T after the state's k (later turns count as T)
     )
-    # x for each (state, turn) read so far, by the state's id (the state kept with it, so that
-    # the id stays its own): shared by the heads `with_weights` makes, the search's candidates,
-    # which read the same states; a pickled head leaves it behind (`__reduce__`)
-    inputs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(
+    # x for each (state, turn) read, by the state's id while the state lives (an entry goes with
+    # its state, so an id never names another): shared by the heads `with_weights` makes, the
+    # search's candidates, which read the same states; a pickled head leaves it behind
+    inputs: dict[tuple[int, int], np.ndarray] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -93,11 +94,13 @@ class LinearHead:
     def choose(self, hidden: np.ndarray | None, turn: int) -> TurnProbs:
         if hidden is None:
             raise ValueError("a linear head needs the coordinator's hidden state")
-        read = self.inputs.get((id(hidden), turn))
-        if read is None:
+        key = (id(hidden), turn)
+        x = self.inputs.get(key)
+        if x is None:
             x = np.concatenate([self.features(hidden), turn_indicators(turn, self.turn_features)])
-            self.inputs[id(hidden), turn] = read = (hidden, x)
-        logits = self.weights @ read[1]
+            self.inputs[key] = x
+            weakref.finalize(hidden, self.inputs.pop, key, None)
+        logits = self.weights @ x
         n_agents = self.n_agents
         return TurnProbs(softmax(logits[:n_agents]), softmax(logits[n_agents:]))
 
