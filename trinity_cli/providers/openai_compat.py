@@ -76,7 +76,7 @@ class OpenAIProvider:
             {"role": "user", "content": request.user},
         ]
         parts: list[str] = []
-        usage, finish = None, None
+        usage, finish, events = None, None, 0
         common = dict(messages=messages, **request_params(self.spec))
         try:
             if on_text is None:  # nobody watches: one plain request
@@ -88,7 +88,6 @@ class OpenAIProvider:
                 stream = self._client.chat.completions.create(
                     **common, stream=True, stream_options={"include_usage": True}
                 )  # type: ignore[call-overload]
-                events = 0
                 for chunk in stream:
                     events += 1
                     if chunk.usage is not None:
