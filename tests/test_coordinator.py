@@ -19,7 +19,8 @@ def long_transcript(n_turns: int, repeats: int = 6) -> Transcript:
     transcript = Transcript(Problem("Write `is_prime(n)` that returns True when n is prime.\n"))
     for i in range(n_turns):
         role = (Role.THINKER, Role.WORKER, Role.VERIFIER)[i % 3]
-        text = f"Attempt {i}: check divisors up to sqrt(n); handle n < 2 and even numbers. " * repeats
+        sentence = f"Attempt {i}: check divisors up to sqrt(n); handle n < 2 and even numbers. "
+        text = sentence * repeats
         transcript = transcript.with_turn(Turn(f"agent{i % 2}", role, text))
     return transcript
 
