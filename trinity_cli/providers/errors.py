@@ -73,12 +73,19 @@ def classify(exc: BaseException, spec: AgentSpec) -> ProviderError:
     else:
         kind = "server"
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    where = f" at {spec.base_url}" if spec.base_url else ""
-    message = (
-        f"agent {spec.name!r} ({spec.provider}{where}): {kind.replace('_', ' ')} error: {detail}"
+    return agent_error(
+        spec, f"{kind.replace('_', ' ')} error: {detail}", kind, status, _retry_after(exc)
     )
+
+
+def agent_error(
+    spec: AgentSpec, what: str, kind: str, status: int | None, retry_after: float | None = None
+) -> ProviderError:
+    """`agent 'name' (provider at base_url): what`, redacted and cut to one short line."""
+    where = f" at {spec.base_url}" if spec.base_url else ""
+    message = f"agent {spec.name!r} ({spec.provider}{where}): {what}"
     # redact before cutting: a key that crossed the cut would leave its prefix behind
     return ProviderError(
-        redact(message)[:MESSAGE_CHARS], agent=spec.name, kind=kind, retry_after=_retry_after(exc),
+        redact(message)[:MESSAGE_CHARS], agent=spec.name, kind=kind, retry_after=retry_after,
         status=status,
     )

@@ -18,10 +18,9 @@ import sys
 from typing import Any
 
 from trinity_cli.core.provider import Prices, Reply, Request, RetryHook, TextCallback
-from trinity_cli.errors import ProviderError
 from trinity_cli.pool.spec import AgentSpec, default_token_param
 from trinity_cli.providers.base import Stopwatch, estimate_tokens
-from trinity_cli.providers.errors import classify
+from trinity_cli.providers.errors import agent_error, classify
 from trinity_cli.providers.keys import api_key
 
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -101,11 +100,9 @@ class OpenAIProvider:
         except Exception as exc:  # noqa: BLE001 - every SDK error becomes a ProviderError
             raise classify(exc, self.spec) from None
         if on_text is not None and not events:  # say, a plain JSON body: the SDK yields nothing
-            where = f" at {self.spec.base_url}" if self.spec.base_url else ""
-            raise ProviderError(
-                f"agent {self.spec.name!r} ({self.spec.provider}{where}): the server answered a "
-                "streamed request with no stream events (does it support `stream: true`?)",
-                agent=self.spec.name, kind="bad_request", status=200,
+            raise agent_error(
+                self.spec, "the server answered a streamed request with no stream events "
+                "(does it support `stream: true`?)", "bad_request", 200,
             )
         text = "".join(parts)
         # completion_tokens includes reasoning tokens
