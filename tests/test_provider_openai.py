@@ -22,6 +22,7 @@ from trinity_cli.errors import ConfigError, ProviderError
 from trinity_cli.pool.spec import AgentSpec
 from trinity_cli.providers import openai_compat
 from trinity_cli.providers.openai_compat import OpenAIProvider, request_params
+from trinity_cli.providers.retry import RetryingProvider
 
 REQUEST = Request(Role.THINKER, "You are terse.", "Name a prime number.")
 
@@ -71,13 +72,32 @@ def test_a_server_that_answers_a_stream_with_plain_json_is_an_error_not_an_empty
     reply = openai_json("def f(): pass")
     server = WireServer(check=lambda body: reply)
     try:
-        provider = OpenAIProvider(spec(server.url + "/v1", retries=2))
+        agent = spec(server.url + "/v1", retries=2)
+        provider = RetryingProvider(OpenAIProvider(agent), agent, sleep=lambda seconds: None)
         with pytest.raises(ProviderError, match="no stream events") as caught:
             provider.complete(REQUEST, on_text=lambda text: None)
-        assert caught.value.kind == "bad_request" and len(server.requests) == 1  # not retried
+        assert caught.value.kind == "bad_request"
+        prefix = f"agent 'local-server' (openai at {server.url}/v1): "
+        assert caught.value.message.startswith(prefix)
+        assert len(server.requests) == 1  # not retried, though the agent allows 2 retries
         assert provider.complete(REQUEST).text == "def f(): pass"  # the same body, unstreamed
     finally:
         server.close()
+
+
+def test_the_benchs_loopback_agent_streams_as_trinity_asks():
+    """`trinity bench` times Ray against LoopbackAgent: a server that did not stream would make
+    every call an error (above), and the ratio would time nothing."""
+    from trinity_cli.bench.measure import LoopbackAgent
+
+    loopback = LoopbackAgent(0.0, answer="def f(): pass")
+    try:
+        pieces: list[str] = []
+        reply = OpenAIProvider(spec(loopback.base_url)).complete(REQUEST, on_text=pieces.append)
+        assert reply.text == "".join(pieces) == "def f(): pass"
+        assert (reply.tokens_in, reply.tokens_out, reply.usd_estimated) == (100, 20, False)
+    finally:
+        loopback.close()
 
 
 # -- OpenAI's reasoning models (o1, o3, o4, gpt-5) ---------------------------------------------

@@ -121,9 +121,13 @@ def same_head(a: Path, b: Path) -> bool:
     return one.files == two.files and all(np.array_equal(one[k], two[k]) for k in one.files)
 
 
-def worker_pids() -> list[int]:
+def worker_pids(temp: str) -> list[int]:
+    """The EpisodeWorkers of the cluster at `temp`: children of its raylet, whose command line
+    names temp (a worker's own names only its class), so another cluster's are never touched."""
+    raylets = ",".join(line.split()[0] for line in processes_under(temp))
     found = subprocess.run(
-        ["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True, check=False
+        ["pgrep", "-P", raylets or "0", "-f", "ray::EpisodeWorker"],
+        capture_output=True, text=True, check=False,
     )
     return [int(p) for p in found.stdout.split()]
 
@@ -235,11 +239,11 @@ def test_a_worker_killed_mid_episode_is_replaced_and_the_head_does_not_change(
         deadline = time.monotonic() + 300
         # episodes in flight on both workers
         while (
-            len(server.requests) < calls_local + 3 or len(worker_pids()) < 2
+            len(server.requests) < calls_local + 3 or len(worker_pids(str(cluster["temp"]))) < 2
         ):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
             time.sleep(0.2)
-        os.kill(worker_pids()[0], signal.SIGKILL)
+        os.kill(worker_pids(str(cluster["temp"]))[0], signal.SIGKILL)
         _, stderr = proc.communicate(timeout=600)
     finally:
         server.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trinity_cli.core.head import LinearHead
+from trinity_cli.core.head import LinearHead, softmax
 from trinity_cli.errors import ConfigError
 from trinity_cli.heads.files import (
     Backbone,
@@ -58,24 +58,37 @@ def test_round_trip(tmp_path, turn_features):
     assert not mismatches(meta, BACKBONE, pool)
 
 
-def test_the_searchs_candidates_share_the_states_they_read_and_a_pickle_leaves_them_behind():
+def test_the_searchs_candidates_share_the_states_they_read_and_a_pickle_leaves_them_behind(
+    monkeypatch,
+):
     """`with_weights` heads read each state once between them, for as long as it lives, and
-    choose what a head of their weights made afresh chooses; a pickled head (a Ray unit) carries
+    choose what their weights say on that state and turn; a pickled head (a Ray unit) carries
     its parameters only."""
     rng = np.random.default_rng(1)
-    head = LinearHead(
-        rng.normal(size=(5, 4 + 3)), np.zeros(16), np.ones(16), rng.normal(size=(4, 16)), 3
-    )
+    basis = rng.normal(size=(4, 16))
+    head = LinearHead(rng.normal(size=(5, 4 + 3)), np.zeros(16), np.ones(16), basis, 3)
     states = [rng.normal(size=16).astype(np.float32) for _ in range(3)]
     candidates = [head.with_weights(rng.normal(size=head.flat.size)) for _ in range(4)]
+    reads = []
+    features = LinearHead.features
+
+    def counted(self, hidden):
+        reads.append(id(hidden))
+        return features(self, hidden)
+
+    monkeypatch.setattr(LinearHead, "features", counted)
     for candidate in candidates:
-        fresh = LinearHead(candidate.weights, head.mean, head.std, head.basis, 3)
         for state, turn in itertools.product(states, (1, 2, 5)):
-            ours, theirs = candidate.choose(state, turn), fresh.choose(state, turn)
-            assert np.array_equal(ours.agent_probs, theirs.agent_probs)
-            assert np.array_equal(ours.role_probs, theirs.role_probs)
+            ours = candidate.choose(state, turn)
+            # by hand: z = basis · state (mean 0, std 1), then the indicator of turn 1, 2 or 3+
+            logits = candidate.weights @ np.concatenate(
+                [basis @ state.astype(np.float64), np.eye(3)[min(turn, 3) - 1]]
+            )
+            assert np.allclose(ours.agent_probs, softmax(logits[:2]), rtol=1e-12, atol=0)
+            assert np.allclose(ours.role_probs, softmax(logits[2:]), rtol=1e-12, atol=0)
+    assert len(reads) == 3 * 3  # each (state, turn) once for the 4 candidates
     assert all(c.inputs is head.inputs for c in candidates) and len(head.inputs) == 9
-    del ours, theirs, state
+    del ours, state
     states.pop()
     assert len(head.inputs) == 6  # a state's entries go with it
     copy = pickle.loads(pickle.dumps(candidates[0]))
