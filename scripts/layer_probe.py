@@ -36,11 +36,10 @@ class LayersCoordinator(llama.LlamaCoordinator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.layer_size = self._model.hidden_size
-        self.hidden_size = self.layer_size * len(READOUTS)
+        self.hidden_size = self._model.hidden_size * len(READOUTS)
         self.numerics = {**self.numerics, "readout": [name.decode() for name in READOUTS]}
 
-    def _make_readout(self, ggml: Any) -> Any:
+    def _make_readout(self, ggml: Any) -> Any:  # called by the product's __init__
         size = self._model.hidden_size
         rows: dict[bytes, np.ndarray] = {}
 
@@ -83,8 +82,8 @@ def main() -> None:
         if trails is None:
             return point
         point["layers"] = {}
+        width = len(trails[0][0][0].hidden) // len(READOUTS)
         for j, name in enumerate(READOUTS):
-            width = len(trails[0][0][0].hidden) // len(READOUTS)
             sliced = [
                 [(SimpleNamespace(hidden=node.hidden[j * width:(j + 1) * width]),)
                  for node, _ in trail]
