@@ -188,6 +188,35 @@ def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
     assert (workdir / "h.ckpt").read_bytes() == b"an unfinished run"
 
 
+def test_a_fresh_train_replaces_an_earlier_runs_files_only_with_force(workdir, home):
+    """A user's files where train would write (the head's sidecar and curve names) are refused
+    before any work, and kept; --force replaces them; a file where --out needs a folder is a
+    usage error at once."""
+    from trinity_cli.tasks.taskset import load_humaneval, select_split
+
+    write_tasks(workdir / "tasks.jsonl", select_split(load_humaneval(), "train")[:2])
+    flags = [
+        "train", "--tasks", "tasks.jsonl", "--pool", str(SIM_POOL), "--generations", "1",
+        "--popsize", "2", "--batch-size", "2", "--max-turns", "1", "--project", "2", "--folds",
+        "0", "-q", "--no-log", "--out",
+    ]
+    mine = {"h.json": "my notes", "h.csv": "my,table"}
+    for name, text in mine.items():
+        (workdir / name).write_text(text)
+    refused = trinity(*flags, "h.npz")
+    assert refused.returncode == 3 and refused.stdout == ""
+    assert "--out h.npz would replace h.json, h.csv: choose another --out, or pass --force" in (
+        refused.stderr
+    )
+    assert {n: (workdir / n).read_text() for n in mine} == mine and not (workdir / "h.npz").exists()
+    forced = trinity(*flags, "h.npz", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((workdir / "h.json").read_text())["training"]["n_tasks"] == 2
+    (workdir / "afile").write_text("not a folder")
+    blocked = trinity(*flags, "afile/h.npz")
+    assert blocked.returncode == 2 and "--out afile/h.npz: cannot write in" in blocked.stderr
+
+
 def test_resume_without_a_checkpoint_stops_before_any_work(workdir):
     result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--resume")
     assert result.returncode == 3 and "--resume: no checkpoint at h.ckpt" in result.stderr

@@ -413,8 +413,9 @@ def _area() -> str:
     pytest.skip("no directory (/home, /mnt, /srv, /opt) to lay the drivers' homes over")
 
 
-def _launcher(parent: str, area: str) -> str:
-    """sh: plant the home, open the blocked directories, become the parent, start the driver."""
+def _launcher(parent: str, area: str, boot: str | None = None) -> str:
+    """sh: plant the home, open the blocked directories, become the parent, start the driver
+    (or the Python program `boot`)."""
     q = shlex.quote
     lines = [
         "set -e", f"mount -t tmpfs -o mode=0755 trinity-hostile {q(area)}",
@@ -446,9 +447,8 @@ def _launcher(parent: str, area: str) -> str:
         if parent == "nobody"
         else ""
     )
-    boot = (
-        f"import sys; sys.path[:0] = {_import_path()!r}; "
-        "import test_sandbox_nonroot as t; t.drive()"
+    boot = f"import sys; sys.path[:0] = {_import_path()!r}; " + (
+        boot or "import test_sandbox_nonroot as t; t.drive()"
     )
     lines.append(
         f'exec {become}env -i HOME={q(area)}/hostile PATH=/usr/bin:/bin TRINITY_HOSTILE_KEY="$2" '
@@ -569,3 +569,30 @@ def _yama() -> int:
         return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
     except (OSError, ValueError):
         return 0
+
+
+def test_paths_a_user_may_not_enter_are_one_line_errors_not_bugs(plants):
+    """As uid 65534, files in a folder only root may enter (0700): the problem, the pool, the
+    head and train's --out each give one line and exit 2, not "internal error" (exit 1); train
+    says so before any work."""
+    area = plants["area"]
+    closed = f"{area}/.hold"  # made 0700 by root in the launcher
+    commands = {
+        "solve": ["solve", f"{closed}/problem.md"],
+        "pool": ["pool", "--pool", f"{closed}/pool.toml"],
+        "weights": ["solve", "--weights", f"{closed}/h.npz", "-"],
+        "train": ["train", "--folds", "0", "--out", f"{closed}/h.npz"],
+    }
+    for name, argv in commands.items():
+        cli = f"sys.argv = {['trinity', *argv]!r}; from trinity_cli.cli import main; main()"
+        done = subprocess.run(
+            [
+                "unshare", "--mount", "--", "sh", "-c",
+                _launcher("nobody", area, cli) + " || exit $?", "sh", "home", "key", "marker",
+            ],
+            input="def f(): pass", capture_output=True, text=True, timeout=120, check=False,
+        )
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, (name, done.returncode, done.stderr)
+        assert lines[0].startswith("error: ") and closed in lines[0], (name, lines)
+        assert "Permission denied" in lines[0] or "cannot write in" in lines[0], (name, lines)

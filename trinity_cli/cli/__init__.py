@@ -119,6 +119,12 @@ def main() -> None:
     except _ClickException as exc:
         stderr.print(f"error: {_usage_line(exc)}", markup=False, highlight=False)
         sys.exit(EXIT_USAGE)
+    except PermissionError as exc:  # a path this user may not read or write: not a bug
+        where = f" {exc.filename}" if exc.filename else ""
+        stderr.print(
+            f"error: cannot access{where}: {exc.strerror or exc}", markup=False, highlight=False
+        )
+        sys.exit(EXIT_USAGE)
     except Exception as exc:
         if os.environ.get("TRINITY_DEBUG"):
             raise

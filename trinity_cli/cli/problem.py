@@ -33,11 +33,11 @@ def read_problem(argument: str | None) -> str:
         where = "stdin"
     else:
         path = Path(argument)
-        if path.is_dir():
-            raise UsageError(f"problem {argument} is a directory, not a file")
-        if not path.exists():
-            raise UsageError(f"problem file not found: {argument}")
-        try:
+        try:  # a folder the user may not enter fails already at is_dir
+            if path.is_dir():
+                raise UsageError(f"problem {argument} is a directory, not a file")
+            if not path.exists():
+                raise UsageError(f"problem file not found: {argument}")
             with path.open("rb") as handle:
                 data = handle.read(MAX_PROBLEM_BYTES + 1)
         except OSError as exc:

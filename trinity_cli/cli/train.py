@@ -97,6 +97,12 @@ def train(
     ] = 5,
     budget_usd: opt.BudgetUsd = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from OUT.ckpt.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace the head, plan and curve an earlier run wrote at --out."
+        ),
+    ] = False,
     no_cache: opt.NoCache = False, quiet: opt.Quiet = False, workers: opt.Workers = None,
     no_log: opt.NoLog = False, offline: opt.Offline = False, dry_run: opt.DryRun = False,
     ray: RayAddress = None, ray_workers: RayWorkers = None,
@@ -120,7 +126,9 @@ def train(
     )
     say = say_unless(quiet)
     out = out or default_out(pool_cfg.source, tasks, resume)
-    job = plan_job(pool_cfg, tasks, out, settings, folds, imitate, resume, note=say)
+    job = plan_job(
+        pool_cfg, tasks, out, settings, folds, imitate, resume, note=say, force=force
+    )
     if dry_run:
         print_plan(job)
         return 0

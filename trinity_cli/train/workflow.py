@@ -4,6 +4,7 @@ episodes are played (a Ray cluster or here)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
-from trinity_cli.heads.files import metadata_for, plan_path, save_head
+from trinity_cli.heads.files import metadata_for, plan_path, save_head, sidecar
 from trinity_cli.pool.spec import Pool
 from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
@@ -54,18 +55,37 @@ class TrainJob:
     resume: bool = False  # continue from the checkpoint beside `out`
 
 
+def written_beside(out: Path) -> list[Path]:
+    """The files a finished run writes: the head, its plan, their sidecars, the curve."""
+    plan = plan_path(out)
+    curves = [out.with_suffix(".csv"), out.with_suffix(".png")]
+    return [out, sidecar(out), plan, sidecar(plan), *curves]
+
+
 def plan_job(
     pool: Pool, tasks: str, out: Path, settings: TrainSettings, folds: int = 5,
     imitate: str = "auto", resume: bool = False, note: Say = lambda msg: None,
+    force: bool = False,
 ) -> TrainJob:
     """The job, or a usage or configuration error before anything is built (`resume`: continue
-    the checkpoint beside `out`, which is refused otherwise; `note` hears what is left out)."""
-    if resume and not checkpoint_path(out).exists():  # before minutes of cross-validation
+    the checkpoint beside `out`, which is refused otherwise; `force`: a fresh run may replace
+    the files of an earlier one; `note` hears what is left out)."""
+    # all before minutes of cross-validation
+    folder = next(p for p in (out.parent.absolute(), *out.parent.absolute().parents) if p.exists())
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: cannot write in {folder}")
+    if resume and not checkpoint_path(out).exists():
         raise ConfigError(f"--resume: no checkpoint at {checkpoint_path(out)}")
     if not resume and unfinished(out):
         raise ConfigError(
             f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
             "another --out starts afresh (delete the checkpoint to discard it)"
+        )
+    existing = [p.name for p in written_beside(out) if p.exists()]
+    if existing and not (resume or force):
+        raise ConfigError(
+            f"--out {out} would replace {', '.join(existing)}: choose another --out, or pass "
+            "--force to replace them"
         )
     all_tasks = load_tasks(tasks)
     train_tasks, left_out = gradable(select_split(all_tasks, "train"))
