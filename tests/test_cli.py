@@ -195,7 +195,11 @@ def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
     (workdir / "bad.json").write_text(shipped.with_suffix(".json").read_text())
     assert_clean_failure(
         trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
-        "cannot be read",
+        "weights bad.npz is not a head: a head is an .npz archive",
+    )
+    checked = trinity("pool", "--pool", str(fast_pool), "--weights", "bad.npz")  # as solve would
+    assert checked.returncode == 3 and "solve would stop: weights bad.npz is not a head" in (
+        " ".join(checked.stderr.split())
     )
     (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
     assert_clean_failure(

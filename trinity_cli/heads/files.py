@@ -189,13 +189,22 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
 
     from trinity_cli.core.head import N_ROLES, LinearHead
 
+    if path.is_dir():
+        raise ConfigError(f"weights {path} is a directory, not a head file")
     if not path.is_file():
         raise ConfigError(f"weights file not found: {path}")
+    not_a_head = f"weights {path} is not a head: a head is an .npz archive"
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(f"{not_a_head} (is it truncated, or another kind of file?)")
     meta = read_metadata(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except ValueError as exc:  # numpy's advice to unpickle is not for a user's head file
+        if "pickle" not in str(exc):
+            raise ConfigError(f"{not_a_head}: {exc}") from None
+        raise ConfigError(f"{not_a_head} of plain arrays; this one holds Python objects") from None
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
         raise ConfigError(f"weights {path} cannot be read (corrupt or truncated?): {exc}") from None
     if is_universal(meta):
         return _universal(path, arrays, meta), meta
