@@ -171,6 +171,31 @@ def test_missing_empty_binary_and_directory_problems_exit_2(workdir):
     assert_clean_failure(trinity("solve", "-", stdin=""), 2, "stdin is empty")
 
 
+def test_a_folder_where_a_file_belongs_says_so(workdir):
+    (workdir / "heads").mkdir()
+    assert_clean_failure(
+        trinity("pool", "--pool", "heads"), 3, "pool heads is a directory, not a pool file"
+    )
+    assert_clean_failure(
+        trinity("solve", str(PROBLEM), "--weights", "heads/"), 3,
+        "weights heads is a directory, not a head file",
+    )
+    assert_clean_failure(
+        trinity("eval", "--tasks", "heads", "--weights", "none"), 2,
+        "task set heads is a directory, not a JSONL file",
+    )
+    (workdir / "trinity.toml").mkdir()  # the pool file of this folder: not silently skipped
+    assert_clean_failure(trinity("pool"), 3, "trinity.toml is a directory, not a pool file")
+
+
+def test_a_misspelt_required_key_is_named_before_an_optional_one(workdir):
+    (workdir / "p.toml").write_text('[[agents]]\nname="a"\nprovider="local"\nmodle="embedded"\n')
+    assert_clean_failure(
+        trinity("pool", "--pool", "p.toml"), 3, "unknown key agents[1].modle (did you mean "
+        "agents[1].model?"
+    )
+
+
 def test_json_and_jsonl_are_exclusive(workdir):
     assert_clean_failure(trinity("solve", str(PROBLEM), "--json", "--jsonl"), 2, "exclusive")
 

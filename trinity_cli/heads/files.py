@@ -182,6 +182,13 @@ def basis_sha256(head: Any) -> str:
     return digest.hexdigest()
 
 
+def check_head_path(path: Path) -> None:
+    if path.is_dir():
+        raise ConfigError(f"weights {path} is a directory, not a head file")
+    if not path.is_file():
+        raise ConfigError(f"weights file not found: {path}")
+
+
 def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
     """(LinearHead, unbound UniversalHead or PlanPolicy, metadata); any unreadable or inconsistent
     file is a ConfigError."""
@@ -189,10 +196,7 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
 
     from trinity_cli.core.head import N_ROLES, LinearHead
 
-    if path.is_dir():
-        raise ConfigError(f"weights {path} is a directory, not a head file")
-    if not path.is_file():
-        raise ConfigError(f"weights file not found: {path}")
+    check_head_path(path)
     not_a_head = f"weights {path} is not a head: a head is an .npz archive"
     if not zipfile.is_zipfile(path):
         raise ConfigError(f"{not_a_head} (is it truncated, or another kind of file?)")

@@ -12,7 +12,7 @@ import difflib
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -87,6 +87,7 @@ class Pool:
 
 
 _AGENT_KEYS = {f.name for f in fields(AgentSpec)}
+_REQUIRED_KEYS = ("name", "provider", "model")
 _DEFAULT_KEYS = _AGENT_KEYS - {"name"}
 _COORDINATOR_KEYS = {f.name for f in fields(CoordinatorSpec)}
 
@@ -97,6 +98,8 @@ def find_pool_file(flag: str | None) -> Path | None:
 
     for given in (flag, os.environ.get("TRINITY_POOL")):
         if given:
+            if Path(given).expanduser().is_dir():
+                raise ConfigError(f"pool {given} is a directory, not a pool file")
             try:
                 return pool_path(given)  # an existing path wins, else a bundled name
             except ConfigError:
@@ -107,6 +110,8 @@ def find_pool_file(flag: str | None) -> Path | None:
                     f"that name: {', '.join(pool_names())})"
                 ) from None
     for candidate in (Path("trinity.toml"), paths.config_dir() / "pool.toml"):
+        if candidate.is_dir():  # not silently skipped: the user meant a pool there
+            raise ConfigError(f"{candidate} is a directory, not a pool file")
         if candidate.is_file():
             return candidate
     return None
@@ -143,7 +148,8 @@ def parse_pool(text: str, source: str) -> Pool:
     for i, raw in enumerate(raw_agents, start=1):
         where = f"agents[{i}]"
         raw = _table(raw, source, where)
-        _check_keys(raw, _AGENT_KEYS, source, f"{where}.")
+        missing = set(_REQUIRED_KEYS) - raw.keys() - defaults.keys()
+        _check_keys(raw, _AGENT_KEYS, source, f"{where}.", missing)
         agents.append(_agent(source, where, {**defaults, **raw}))
     if not any("worker" in agent.roles for agent in agents):
         raise ConfigError(
@@ -163,10 +169,17 @@ def _table(value: Any, source: str, where: str) -> dict[str, Any]:
     return value
 
 
-def _check_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:
+def _check_keys(
+    table: dict[str, Any], allowed: set[str], source: str, prefix: str,
+    missing: Collection[str] = (),
+) -> None:
+    """Unknown keys are errors that name the closest allowed one, a missing required key first
+    (`modle` means `model`, not `mode`, when the table has no model)."""
     for key in table:
         if key not in allowed:
-            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            close = difflib.get_close_matches(key, sorted(missing), n=1) or (
+                difflib.get_close_matches(key, sorted(allowed), n=1)
+            )
             hint = f"did you mean {prefix}{close[0]}? " if close else ""
             raise ConfigError(
                 f"{source}: unknown key {prefix}{key} ({hint}allowed: {', '.join(sorted(allowed))})"
@@ -177,7 +190,7 @@ def _agent(source: str, where: str, raw: dict[str, Any]) -> AgentSpec:
     def bad(key: str, why: str) -> ConfigError:
         return ConfigError(f"{source}: {where}.{key} {why}")
 
-    for key in ("name", "provider", "model"):
+    for key in _REQUIRED_KEYS:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise bad(key, "is required and must be a non-empty string")
     name = raw["name"]

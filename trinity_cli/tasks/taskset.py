@@ -128,6 +128,8 @@ def _load_one(spec: str) -> list[Task]:
     path = Path(spec).expanduser()
     if path.is_file():
         return read_jsonl(path)
+    if path.is_dir():
+        raise TaskFileError(f"task set {spec} is a directory, not a JSONL file")
     if spec in task_set_names():
         return _tagged(read_jsonl(BUNDLED / f"{spec}.jsonl.gz"))
     raise TaskFileError(
