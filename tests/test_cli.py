@@ -196,6 +196,18 @@ def test_a_misspelt_required_key_is_named_before_an_optional_one(workdir):
     )
 
 
+def test_pool_warns_when_no_agent_may_verify(workdir):
+    from trinity_cli.pool.spec import NO_VERIFIER
+
+    agent = '[[agents]]\nname="a"\nprovider="sim"\nmodel="m"\nroles=["thinker", "worker"]\n'
+    (workdir / "p.toml").write_text(agent)
+    report = json.loads(trinity("pool", "--pool", "p.toml", "--json").stdout)
+    assert report["warnings"] == [NO_VERIFIER]
+    assert "warning: no agent may play verifier" in trinity("pool", "--pool", "p.toml").stderr
+    (workdir / "p.toml").write_text(agent.replace('"worker"]', '"worker", "verifier"]'))
+    assert json.loads(trinity("pool", "--pool", "p.toml", "--json").stdout)["warnings"] == []
+
+
 def test_json_and_jsonl_are_exclusive(workdir):
     assert_clean_failure(trinity("solve", str(PROBLEM), "--json", "--jsonl"), 2, "exclusive")
 

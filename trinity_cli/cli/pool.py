@@ -47,13 +47,19 @@ def pool(
     profiles = profile_summaries(pool_cfg, None if choice is None else choice.meta)
     if json_out:
         agents = [{**c.as_json(), "profile": p} for c, p in zip(checks, profiles)]
-        print(json.dumps({"source": pool_cfg.source, "agents": agents, "policy": policy}, indent=2))
+        report = {
+            "source": pool_cfg.source, "agents": agents, "policy": policy,
+            "warnings": pool_cfg.warnings,
+        }
+        print(json.dumps(report, indent=2))
     else:
         stderr.print(agent_table(f"pool: {pool_cfg.source}", checks, profiles))
         stderr.print(
             f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False,
             highlight=False,
         )
+        for warning in pool_cfg.warnings:
+            stderr.print(f"warning: {warning}", markup=False, highlight=False)
     return 0 if all(c.usable for c in checks) and policy["source"] is not None else 3
 
 

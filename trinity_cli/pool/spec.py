@@ -85,7 +85,18 @@ class Pool:
     def names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.agents)
 
+    @property
+    def warnings(self) -> list[str]:
+        """What a valid pool cannot do, for `trinity pool` to say."""
+        if any("verifier" in a.roles for a in self.agents):
+            return []
+        return [NO_VERIFIER]
 
+
+NO_VERIFIER = (
+    "no agent may play verifier (see the agents' roles): no answer can be accepted, so every "
+    "episode runs to --max-turns"
+)
 _AGENT_KEYS = {f.name for f in fields(AgentSpec)}
 _REQUIRED_KEYS = ("name", "provider", "model")
 _DEFAULT_KEYS = _AGENT_KEYS - {"name"}
