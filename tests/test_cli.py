@@ -291,15 +291,18 @@ def test_pool_lists_agents_and_usability(workdir):
     data = json.loads(result.stdout)
     assert [a["name"] for a in data["agents"]] == ["gemma-greedy", "gemma-t08"]
     assert all(a["usable"] for a in data["agents"])
+    (workdir / "notes.gguf").write_text("not a model")
     (workdir / "mixed.toml").write_text(
         '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\n'
         '[[agents]]\nname="file"\nprovider="local"\nmodel="/no/such.gguf"\n'
+        '[[agents]]\nname="text"\nprovider="local"\nmodel="notes.gguf"\n'
     )
     result = trinity("pool", "--pool", "mixed.toml", "--json")
     assert result.returncode == 3
     details = {a["name"]: a for a in json.loads(result.stdout)["agents"]}
     assert not details["gpt"]["usable"] and "OPENAI_API_KEY" in details["gpt"]["detail"]
     assert not details["file"]["usable"] and "missing" in details["file"]["detail"]
+    assert not details["text"]["usable"] and "not a GGUF file" in details["text"]["detail"]
 
 
 def test_train_then_eval_on_a_small_task_file(workdir):

