@@ -12,6 +12,7 @@ from trinity_cli.pool.spec import load_pool
 from trinity_cli.runtime import FALLBACK, build_solver
 from trinity_cli.store.runlog import RunLog
 from trinity_cli.tasks.taskset import load_humaneval
+from trinity_cli.train import workflow
 from trinity_cli.train.es import TrainSettings
 from trinity_cli.train.evaluation import evaluate_and_report, plan_eval
 from trinity_cli.train.workflow import plan_job, train_and_save
@@ -54,3 +55,19 @@ def test_train_and_save_then_evaluate_and_report_then_solve(workdir, home):
     assert len(result.turns) == 1
     with RunLog.open() as log:
         assert log.list_runs(10) == []  # log=False, and a Solver alone logs nothing
+
+
+def test_train_says_how_far_it_got_until_the_search_starts(workdir, home, monkeypatch):
+    """Before the first generation (best-fixed, cross-validation: minutes on a cold cache)
+    train reports its progress on a clock, and stops once the search says where it starts."""
+    monkeypatch.setattr(workflow, "PROGRESS_EVERY_S", 0.01)
+    tasks = str(write_tasks(workdir / "tasks.jsonl", load_humaneval()[:4], "tags"))
+    settings = TrainSettings(generations=2, popsize=2, batch_size=2, max_turns=2, project=2)
+    job = plan_job(load_pool(str(SIM_POOL)), tasks, workdir / "h.npz", settings, folds=0)
+    said: list[str] = []
+    train_and_save(job, log=False, say=said.append)
+    ticks = [i for i, line in enumerate(said) if line.startswith("still playing: ")]
+    [start] = [i for i, line in enumerate(said) if line.startswith("start: best-fixed")]
+    assert ticks and max(ticks) < start, said
+    made = [int(said[i].split()[2].replace(",", "")) for i in ticks]
+    assert made == sorted(made) and made[-1] > 0  # turns made so far, counting up

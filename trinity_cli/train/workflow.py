@@ -5,6 +5,7 @@ episodes are played (a Ray cluster or here)."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -150,6 +151,28 @@ class Trained:
         return lines
 
 
+PROGRESS_EVERY_S = 60.0
+
+
+def ticker(seconds: float, report: Callable[[], None]) -> Callable[[], None]:
+    """Calls `report` every `seconds` on a daemon thread until the returned function is called;
+    once it has returned, no report comes (none lands after what its caller says next)."""
+    stop, reporting = threading.Event(), threading.Lock()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            with reporting:
+                if not stop.is_set():
+                    report()
+
+    def halt() -> None:
+        with reporting:
+            stop.set()
+
+    threading.Thread(target=loop, daemon=True, name="trinity-progress").start()
+    return halt
+
+
 def train_and_save(
     job: TrainJob, *, no_cache: bool = False, workers: int | None = None,
     log: bool = True, say: Say = lambda msg: None, warn: Say = lambda msg: None,
@@ -183,6 +206,19 @@ def train_and_save(
         forest = new_forest(
             run.agents, coordinator, run.caches.grader, settings.max_turns, run.workers, runner
         )
+        # minutes on a cold cache before the first generation says anything
+        stop_playing = ticker(
+            PROGRESS_EVERY_S,
+            lambda: say(
+                f"still playing: {forest.grown:,} turns made and graded, {forest.encoded:,} "
+                "states encoded so far"
+            ),
+        )
+
+        def started(start: Any) -> None:
+            stop_playing()
+            say(start_line(start, run.agents))
+
         try:
             if folds:
                 say(
@@ -207,7 +243,7 @@ def train_and_save(
                     "numerics": coordinator.numerics,
                 },
                 on_generation=shown.update, forest=forest, budget=budget,
-                on_start=lambda start: say(start_line(start, run.agents)),
+                on_start=started,
             )
         except BudgetExceeded as refused:
             result_json = {"tasks": job.tasks, "out": str(out)}
@@ -215,6 +251,8 @@ def train_and_save(
             raise BudgetExceeded(
                 f"{refused.message} (before any head was made: nothing written)"
             ) from None
+        finally:
+            stop_playing()
         summary.done(
             "budget" if result.stopped_for_budget else "completed", result.spent_usd,
             {
