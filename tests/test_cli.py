@@ -358,11 +358,15 @@ def test_train_then_eval_on_a_small_task_file(workdir):
         and meta["numerics"]["n_batch"] == 256
     )
     meta["numerics"]["llama_cpp"] = "0.0.1"  # as if trained before an upgrade
+    meta["numerics"]["cpu_features"] += ",AVX9000"  # and on a CPU with one more feature
     (workdir / "head.json").write_text(json.dumps(meta))
     result = trinity("eval", *flags, "--weights", "head.npz", "--split", "all", "--json")
     assert result.returncode == 0, result.stderr
     assert "overlap the head's training split" in result.stderr
     assert "other numerics: llama_cpp 0.0.1 (head) vs " in " ".join(result.stderr.split())
+    assert "cpu_features: the head's CPU had AVX9000, this one has nothing more; " in " ".join(
+        result.stderr.split()
+    )
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1 and report["split"] == "all" and report["tasks"] == 14
     policies = [r["policy"] for r in report["rows"]]

@@ -134,10 +134,21 @@ def numerics_mismatches(meta: dict[str, Any], numerics: dict[str, Any]) -> list[
     states (`llamacpp.numerics`); a head from before they were recorded says nothing."""
     recorded = meta.get("numerics") or {}
     return [
-        f"{key} {_show(recorded.get(key))} (head) vs {_show(value)} (here)"
+        _cpu_features(recorded.get(key), value)
+        if key == "cpu_features" and isinstance(value, str)
+        else f"{key} {_show(recorded.get(key))} (head) vs {_show(value)} (here)"
         for key, value in numerics.items()
         if recorded and recorded.get(key) != value
     ]
+
+
+def _cpu_features(recorded: Any, here: str) -> str:
+    """The kernels' features that differ, not the two whole lists (a dozen names each)."""
+    theirs, ours = set(str(recorded or "").split(",")) - {""}, set(here.split(",")) - {""}
+    return (
+        f"cpu_features: the head's CPU had {', '.join(sorted(theirs - ours)) or 'nothing more'}, "
+        f"this one has {', '.join(sorted(ours - theirs)) or 'nothing more'}"
+    )
 
 
 def _show(value: Any) -> str:
