@@ -282,10 +282,13 @@ def test_a_bundled_pool_by_name_and_its_agents_usable(workdir):
         ("starcoder", "replay", True),
     ]
     assert all("164 tasks" in a["detail"] for a in agents)
+    shown = trinity("pool", "--pool", "ldb-humaneval").stderr.splitlines()[0]
+    assert shown == "pool: ldb-humaneval (bundled)"  # its name, not its path in the package
     (workdir / "ldb-humaneval").write_text(
         "[[agents]]\nname = 'mine'\nprovider = 'sim'\nmodel = 'm'\n"
     )
     assert load_pool("ldb-humaneval").names == ("mine",)  # an existing path wins
+    assert trinity("pool", "--pool", "ldb-humaneval").stderr.startswith("pool: ldb-humaneval\n")
     assert_clean_failure(
         trinity("pool", "--pool", "no-such-pool"), 3, "evalperf-api, ldb-humaneval, ldb-mbpp"
     )

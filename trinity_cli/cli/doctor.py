@@ -111,6 +111,7 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
 
 def _print(report: dict[str, Any], checks: list) -> None:
     from trinity_cli.cli.tables import agent_table
+    from trinity_cli.pool.bundled import shown_source
 
     sandbox = report["sandbox"]
     stderr.print(f"[bold]trinity doctor[/] · {report['platform']}")
@@ -124,7 +125,7 @@ def _print(report: dict[str, Any], checks: list) -> None:
         stderr.print(f"  [yellow]not isolated[/] {line}", highlight=False)
     for mode, why in sandbox["unavailable"].items():
         stderr.print(f"  [dim]{mode} unavailable: {why}[/]", highlight=False)
-    stderr.print(agent_table(f"\npool: {report['pool']['source']}", checks))
+    stderr.print(agent_table(f"\npool: {shown_source(report['pool']['source'])}", checks))
     c = report["coordinator"]
     stderr.print(
         f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli.errors import UsageError
+from trinity_cli.pool.bundled import shown_source
 
 MAX_PROBLEM_BYTES = 1_000_000
 NO_PROBLEM = "no problem given: name a file or pipe it in (see `trinity solve --help`)"
@@ -70,4 +71,4 @@ def display_header(
         )
     else:
         checking = f" · {NO_EXAMPLES}" if searched else ""
-    return f"pool: {pool_source} · policy: {policy_source}{checking}"
+    return f"pool: {shown_source(pool_source)} · policy: {policy_source}{checking}"

@@ -64,6 +64,13 @@ def pool_path(name_or_path: str) -> Path:
     return _find(name_or_path, "pool", DATA / "pools", ".toml")
 
 
+def shown_source(source: str) -> str:
+    """How a pool's source is shown: a bundled pool by the name --pool takes, not by its path
+    inside the installed package; any other as given."""
+    path = Path(source)
+    return f"{path.stem} (bundled)" if path.parent == DATA / "pools" else source
+
+
 def record_path(name_or_path: str) -> Path:
     return _find(name_or_path, "record", DATA / "records", ".jsonl.gz")
 
