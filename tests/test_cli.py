@@ -238,9 +238,10 @@ def test_unreadable_and_mismatched_weights_exit_3(fast_pool, workdir):
     assert checked.returncode == 3 and "solve would stop: weights bad.npz is not a head" in (
         " ".join(checked.stderr.split())
     )
-    (workdir / "bad.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
+    (workdir / "other.npz").write_bytes(shipped.read_bytes())  # arrays that load
+    (workdir / "other.json").write_text('{"format_version": 1, "hidden_size": 640, "agents": []}')
     assert_clean_failure(
-        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "bad.npz"), 3,
+        trinity("solve", str(PROBLEM), "--pool", str(fast_pool), "--weights", "other.npz"), 3,
         "do not fit this run",
     )
     assert_clean_failure(

@@ -102,7 +102,7 @@ def test_the_searchs_candidates_share_the_states_they_read_and_a_pickle_leaves_t
     "damage",
     [
         "truncate", "garbage", "no_sidecar", "bad_sidecar", "wrong_shape", "turn_features",
-        "pickled", "sidecar_given",
+        "pickled", "sidecar_given", "flipped_byte",
     ],
 )
 def test_damaged_weights_are_config_errors(tmp_path, damage):
@@ -119,6 +119,10 @@ def test_damaged_weights_are_config_errors(tmp_path, damage):
         path.with_suffix(".json").write_text("{not json")
     elif damage == "pickled":  # an archive numpy would only load by unpickling
         np.savez(path, weights=np.array([{"a": 1}], dtype=object))
+    elif damage == "flipped_byte":  # inside the first array's data: its CRC no longer matches
+        data = bytearray(path.read_bytes())
+        data[120] ^= 0xFF
+        path.write_bytes(bytes(data))
     elif damage == "sidecar_given":  # --weights h.json: the metadata named as the head
         path = path.with_suffix(".json")
     elif damage == "turn_features":  # indicators the weights have no columns for
@@ -135,6 +139,8 @@ def test_damaged_weights_are_config_errors(tmp_path, damage):
     assert str(path) in caught.value.message and "\n" not in caught.value.message
     if damage == "turn_features":
         assert "3 turn features" in caught.value.message
+    if damage == "flipped_byte":
+        assert "cannot be read: weights.npy in it is damaged" in caught.value.message
     if damage in ("truncate", "garbage", "sidecar_given", "pickled"):
         assert "is not a head: a head is an .npz archive" in caught.value.message
         assert "allow_pickle" not in caught.value.message

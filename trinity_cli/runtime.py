@@ -18,7 +18,7 @@ from trinity_cli.errors import ConfigError
 from trinity_cli.heads.files import (
     UNIVERSAL,
     Backbone,
-    check_head_path,
+    check_head_file,
     in_head_format,
     is_universal,
     load_head,
@@ -154,7 +154,7 @@ def unprofiled(pool: Pool, meta: dict[str, Any]) -> list[str]:
 def _fitting(path: Path, backbone: Backbone, pool: Pool, reason: str) -> HeadChoice:
     """The head at `path` if it fits this run (a universal head: and every agent has a
     profile for it), else exit 3 saying what differs."""
-    check_head_path(path)
+    check_head_file(path)
     meta = read_metadata(path)
     backbone = in_head_format(meta, backbone)
     problems = mismatches(meta, backbone, pool)

@@ -68,13 +68,10 @@ def chosen_head(pool_cfg: Any, weights: str | None = None) -> tuple[Any, dict[st
     """Which head solve would use (runtime.HeadChoice, or None when it would stop) and, as
     JSON, why; a head that cannot be used says why instead."""
     from trinity_cli.errors import ConfigError
-    from trinity_cli.heads.files import load_head
     from trinity_cli.runtime import find_head
 
     try:
         choice = find_head(pool_cfg, weights, warn=lambda msg: None)
-        if choice.path is not None:
-            load_head(choice.path)  # its arrays too, which solve reads after the metadata
     except ConfigError as exc:
         return None, {"source": None, "reason": f"solve would stop: {exc.message}"}
     return choice, choice.as_json()

@@ -193,11 +193,22 @@ def basis_sha256(head: Any) -> str:
     return digest.hexdigest()
 
 
-def check_head_path(path: Path) -> None:
+def check_head_file(path: Path) -> None:
+    """What can be checked without numpy (`trinity pool` stays light): a file, and an intact
+    .npz archive."""
     if path.is_dir():
         raise ConfigError(f"weights {path} is a directory, not a head file")
     if not path.is_file():
         raise ConfigError(f"weights file not found: {path}")
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(
+            f"weights {path} is not a head: a head is an .npz archive (is it truncated, or "
+            "another kind of file?)"
+        )
+    with zipfile.ZipFile(path) as archive:
+        damaged = archive.testzip()
+    if damaged is not None:
+        raise ConfigError(f"weights {path} cannot be read: {damaged} in it is damaged")
 
 
 def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
@@ -207,15 +218,13 @@ def load_head(path: Path) -> tuple[Any, dict[str, Any]]:
 
     from trinity_cli.core.head import N_ROLES, LinearHead
 
-    check_head_path(path)
-    not_a_head = f"weights {path} is not a head: a head is an .npz archive"
-    if not zipfile.is_zipfile(path):
-        raise ConfigError(f"{not_a_head} (is it truncated, or another kind of file?)")
+    check_head_file(path)
     meta = read_metadata(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except ValueError as exc:  # numpy's advice to unpickle is not for a user's head file
+        not_a_head = f"weights {path} is not a head: a head is an .npz archive"
         if "pickle" not in str(exc):
             raise ConfigError(f"{not_a_head}: {exc}") from None
         raise ConfigError(f"{not_a_head} of plain arrays; this one holds Python objects") from None
