@@ -194,6 +194,13 @@ def test_a_misspelt_required_key_is_named_before_an_optional_one(workdir):
         trinity("pool", "--pool", "p.toml"), 3, "unknown key agents[1].modle (did you mean "
         "agents[1].model?"
     )
+    (workdir / "p.toml").write_text(
+        '[defaults]\nmodle="embedded"\n[[agents]]\nname="a"\nprovider="local"\n'
+    )
+    assert_clean_failure(
+        trinity("pool", "--pool", "p.toml"), 3, "unknown key defaults.modle (did you mean "
+        "defaults.model?"
+    )
 
 
 def test_pool_warns_when_no_agent_may_verify(workdir):
@@ -293,10 +300,12 @@ def test_pool_lists_agents_and_usability(workdir):
     assert [a["name"] for a in data["agents"]] == ["gemma-greedy", "gemma-t08"]
     assert all(a["usable"] for a in data["agents"])
     (workdir / "notes.gguf").write_text("not a model")
+    (workdir / "folder.gguf").mkdir()
     (workdir / "mixed.toml").write_text(
         '[[agents]]\nname="gpt"\nprovider="openai"\nmodel="m"\n'
         '[[agents]]\nname="file"\nprovider="local"\nmodel="/no/such.gguf"\n'
         '[[agents]]\nname="text"\nprovider="local"\nmodel="notes.gguf"\n'
+        '[[agents]]\nname="folder"\nprovider="local"\nmodel="folder.gguf"\n'
     )
     result = trinity("pool", "--pool", "mixed.toml", "--json")
     assert result.returncode == 3
@@ -304,6 +313,7 @@ def test_pool_lists_agents_and_usability(workdir):
     assert not details["gpt"]["usable"] and "OPENAI_API_KEY" in details["gpt"]["detail"]
     assert not details["file"]["usable"] and "missing" in details["file"]["detail"]
     assert not details["text"]["usable"] and "not a GGUF file" in details["text"]["detail"]
+    assert not details["folder"]["usable"] and "a directory" in details["folder"]["detail"]
 
 
 def test_train_then_eval_on_a_small_task_file(workdir):

@@ -212,6 +212,12 @@ def test_a_fresh_train_replaces_an_earlier_runs_files_only_with_force(workdir, h
     forced = trinity(*flags, "h.npz", "--force")
     assert forced.returncode == 0, forced.stderr
     assert json.loads((workdir / "h.json").read_text())["training"]["n_tasks"] == 2
+    (workdir / "h.csv").unlink()
+    (workdir / "h.csv").mkdir()  # a folder where train writes a file: not even --force
+    folder = trinity(*flags, "h.npz", "--force")
+    assert folder.returncode == 3 and "h.csv is a folder, where train writes a file" in (
+        folder.stderr
+    )
     (workdir / "afile").write_text("not a folder")
     blocked = trinity(*flags, "afile/h.npz")
     assert blocked.returncode == 2 and "--out afile/h.npz: cannot write in" in blocked.stderr

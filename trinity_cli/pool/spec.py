@@ -137,7 +137,9 @@ def load_pool(flag: str | None = None) -> Pool:
         raise ConfigError(f"pool file not found: {path}")
     try:
         text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"cannot read pool file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read pool file {path}: {exc}") from None
     return parse_pool(text, str(path))
 
@@ -149,7 +151,8 @@ def parse_pool(text: str, source: str) -> Pool:
         raise ConfigError(f"{source}: invalid TOML: {exc}") from None
     _check_keys(data, {"agents", "defaults", "coordinator"}, source, "")
     defaults = _table(data.get("defaults", {}), source, "defaults")
-    _check_keys(defaults, _DEFAULT_KEYS, source, "defaults.")
+    required = set(_REQUIRED_KEYS) - {"name"} - defaults.keys()  # a default name is no key
+    _check_keys(defaults, _DEFAULT_KEYS, source, "defaults.", required)
     coordinator = _table(data.get("coordinator", {}), source, "coordinator")
     _check_keys(coordinator, _COORDINATOR_KEYS, source, "coordinator.")
     raw_agents = data.get("agents")

