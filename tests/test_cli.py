@@ -459,7 +459,9 @@ def test_doctor_reports_isolation_agents_paths_and_backend(workdir, fast_pool, m
     assert trinity(
         "solve", str(PROBLEM), "--pool", str(fast_pool), "--max-turns", "1", "-q"
     ).returncode in (0, 6)
+    beside = sorted(p.name for p in log.parent.iterdir())
     run_log = json.loads(trinity("doctor", "--json").stdout)["paths"]["run_log"]
+    assert sorted(p.name for p in log.parent.iterdir()) == beside  # no -wal or -shm left behind
     size = run_log["bytes"]
     assert isinstance(size, int) and size == log.stat().st_size > 0 and run_log["problem"] is None
     assert f"run_log {log} ({size:,} bytes)" in trinity("doctor").stderr

@@ -77,7 +77,8 @@ def _unreadable(log: Path) -> str | None:
     if not log.is_file():
         return None
     try:
-        with closing(sqlite3.connect(f"{log.absolute().as_uri()}?mode=ro", uri=True)) as db:
+        # immutable: a read-only connection would leave -wal and -shm files beside the log
+        with closing(sqlite3.connect(f"{log.absolute().as_uri()}?immutable=1", uri=True)) as db:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:
         return f"{exc} (move it aside to start a new log)"
