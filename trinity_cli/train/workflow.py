@@ -82,12 +82,13 @@ def plan_job(
             f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
             "another --out starts afresh (delete the checkpoint to discard it)"
         )
-    folders = [p.name for p in written_beside(out) if p.is_dir()]
+    beside = written_beside(out)
+    folders = [p.name for p in beside if p.is_dir()]
     if folders:  # not even --force replaces a folder
         raise ConfigError(
             f"--out {out}: {', '.join(folders)} is a folder, where train writes a file"
         )
-    existing = [p.name for p in written_beside(out) if p.exists()]
+    existing = [p.name for p in beside if p.exists()]
     if existing and not (resume or force):
         raise ConfigError(
             f"--out {out} would replace {', '.join(existing)}: choose another --out, or pass "
