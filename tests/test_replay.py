@@ -282,8 +282,12 @@ def test_a_bundled_pool_by_name_and_its_agents_usable(workdir):
         ("starcoder", "replay", True),
     ]
     assert all("164 tasks" in a["detail"] for a in agents)
-    shown = trinity("pool", "--pool", "ldb-humaneval").stderr.splitlines()[0]
-    assert shown == "pool: ldb-humaneval (bundled)"  # its name, not its path in the package
+    shown = trinity("pool", "--pool", "ldb-humaneval").stderr.splitlines()
+    assert shown[0] == "pool: ldb-humaneval (bundled)"  # its name, not its path in the package
+    assert shown[-1] == (  # and its head likewise
+        "policy: ldb-humaneval.npz (shipped); the newest shipped head that fits this "
+        "coordinator and pool"
+    )
     (workdir / "ldb-humaneval").write_text(
         "[[agents]]\nname = 'mine'\nprovider = 'sim'\nmodel = 'm'\n"
     )

@@ -241,6 +241,9 @@ def test_a_head_trained_on_other_numerics_warns_naming_both_values(tmp_path):
     # the features that differ, each side's
     assert "cpu_features: the head's CPU had AVX512F, this one has AVX, AVX2" in warnings[0]
     assert "n_batch" not in warnings[0]
+    shipped = LoadedHead(None, str(shipped_dir() / "x.npz"), older.meta, "trinity-tf2")
+    warn_if_other_numerics(shipped, coordinator, warnings.append)
+    assert warnings[1].startswith("the head x.npz (shipped) was trained")  # not its package path
 
 
 def test_a_trained_head_records_the_numerics_of_its_states():

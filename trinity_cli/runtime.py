@@ -204,7 +204,7 @@ def warn_if_other_numerics(
     choice: LoadedHead, coordinator: Any, warn: Callable[[str], None]
 ) -> None:
     """States here may differ in their last bits from those the head was trained on: say so."""
-    from trinity_cli.heads.files import numerics_mismatches
+    from trinity_cli.heads.files import numerics_mismatches, shown_head
 
     differences = (
         numerics_mismatches(choice.meta or {}, coordinator.numerics)
@@ -213,8 +213,8 @@ def warn_if_other_numerics(
     )
     if differences:
         warn(
-            f"the head {choice.source} was trained on hidden states made with other numerics: "
-            f"{'; '.join(differences)}; its decisions here may differ slightly"
+            f"the head {shown_head(choice.source)} was trained on hidden states made with "
+            f"other numerics: {'; '.join(differences)}; its decisions here may differ slightly"
         )
 
 

@@ -38,6 +38,7 @@ def pool(
     if list_bundled:
         return show_bundled(json_out)
     from trinity_cli.cli.tables import agent_table
+    from trinity_cli.heads.files import shown_head
     from trinity_cli.pool.bundled import shown_source
     from trinity_cli.pool.spec import load_pool
     from trinity_cli.providers.check import check_agent
@@ -56,7 +57,8 @@ def pool(
     else:
         stderr.print(agent_table(f"pool: {shown_source(pool_cfg.source)}", checks, profiles))
         stderr.print(
-            f"policy: {policy['source'] or 'none'} ({policy['reason']})", markup=False,
+            f"policy: {shown_head(policy['source']) if policy['source'] else 'none'}; "
+            f"{policy['reason']}", markup=False,
             highlight=False,
         )
         for warning in pool_cfg.warnings:

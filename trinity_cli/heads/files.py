@@ -44,6 +44,13 @@ def shipped_dir() -> Path:
     return paths.shipped("weights")
 
 
+def shown_head(source: str) -> str:
+    """How a head is shown to a reader: a shipped head by the name --weights takes, not by its
+    path inside the installed package; any other as given."""
+    path = Path(source)
+    return f"{path.name} (shipped)" if path.parent == shipped_dir() else source
+
+
 def agents_signature(pool: Pool) -> list[dict[str, str]]:
     return [{"name": a.name, "provider": a.provider, "model": a.model} for a in pool.agents]
 
