@@ -7,6 +7,7 @@ import csv
 import importlib.util
 import json
 import shutil
+from pathlib import Path
 
 from support.cli import EXAMPLES, trinity
 from support.tasks import write_tasks
@@ -64,10 +65,14 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
         importlib.util.find_spec("matplotlib") is not None
     )
 
-    by_directory = json.loads(
-        trinity("eval", *flags, "--weights", "heads", "--out-dir", "out2").stdout
-    )
+    first_curve = (workdir / "out" / "eval-curve.csv").read_bytes()
+    again = trinity("eval", *flags, "--weights", "heads", "--out-dir", "out")
+    by_directory = json.loads(again.stdout)
     assert [r["policy"] for r in by_directory["rows"][:2]] == ["trained:w0", "trained:w3"]
+    # an earlier curve is never replaced: the next free name, and eval says which
+    assert (workdir / "out" / "eval-curve.csv").read_bytes() == first_curve
+    assert (workdir / "out" / "eval-curve-2.csv").is_file()
+    assert f"wrote {Path('out') / 'eval-curve-2.csv'}" in again.stderr
     one = json.loads(trinity("eval", *flags, "--weights", "heads/w0.npz").stdout)
     assert one["rows"][0]["policy"] == "trained" and "curve" not in one
     assert not (workdir / "eval-curve.csv").exists()  # one head: no curve written

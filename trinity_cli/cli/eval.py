@@ -28,7 +28,8 @@ the head and every row but pipeline: (one turn per role, at least 3).
 --weights takes one head (a path or a name), a comma list, or a directory of heads: several
 heads (say, trained with different --cost-weight) are evaluated on the same tasks, as rows
 trained:<head>, and eval writes their quality/cost curve beside the single agents' points to
-OUT_DIR/eval-curve.csv (and .png with the `plot` extra); --json adds `curve`.
+OUT_DIR/eval-curve.csv (and .png with the `plot` extra; eval-curve-2 and on when an earlier
+eval's curve is there); --json adds `curve`.
 
 With --budget-usd every row's agent calls (the oracle's and best-fixed's many plans too) share
 that budget; at the first call it refuses, eval stops and exits 5 with the rows finished so

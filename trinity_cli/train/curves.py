@@ -52,10 +52,16 @@ def write_quality_cost_curve(
     out_dir: Path, rows: list[Any], curve: list[dict[str, Any]]
 ) -> list[Path]:
     """The heads' (usd per task, pass@1) beside every other row's point: CSV, and PNG when
-    matplotlib (the `plot` extra) is installed."""
+    matplotlib (the `plot` extra) is installed; named eval-curve[-N], the first N whose files
+    do not exist, so an earlier eval's curve is never replaced."""
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = {point["head"]: point["cost_weight"] for point in curve}
-    path = out_dir / "eval-curve.csv"
+    stems = (f"eval-curve{'' if n == 1 else f'-{n}'}" for n in range(1, 10_000))
+    path, picture = next(
+        (csv_path, csv_path.with_suffix(".png"))
+        for csv_path in (out_dir / f"{stem}.csv" for stem in stems)
+        if not csv_path.exists() and not csv_path.with_suffix(".png").exists()
+    )
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["policy", "kind", "cost_weight", "pass_at_1", "usd_per_task"])
@@ -81,6 +87,6 @@ def write_quality_cost_curve(
     axes.set_ylabel("pass@1")
     axes.legend()
     figure.tight_layout()
-    figure.savefig(out_dir / "eval-curve.png", dpi=120)
+    figure.savefig(picture, dpi=120)
     plt.close(figure)
-    return [path, out_dir / "eval-curve.png"]
+    return [path, picture]
