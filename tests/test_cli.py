@@ -211,6 +211,13 @@ def test_pool_warns_when_no_agent_may_verify(workdir):
     report = json.loads(trinity("pool", "--pool", "p.toml", "--json").stdout)
     assert report["warnings"] == [NO_VERIFIER]
     assert "warning: no agent may play verifier" in trinity("pool", "--pool", "p.toml").stderr
+    # and every run says it before it starts (solve here stops at once: sim needs a task set)
+    for run in (
+        ("solve", str(PROBLEM), "--no-log"),
+        ("eval", "--dry-run", "--tasks", "humaneval", "--weights", "none"),
+    ):
+        said = trinity(*run, "--pool", "p.toml").stderr
+        assert said.startswith(f"warning: {NO_VERIFIER}\n"), said
     (workdir / "p.toml").write_text(agent.replace('"worker"]', '"worker", "verifier"]'))
     assert json.loads(trinity("pool", "--pool", "p.toml", "--json").stdout)["warnings"] == []
 

@@ -231,11 +231,17 @@ def build_coordinator(
     )
 
 
-def load_run_pool(source: str | None, offline: bool, budget_usd: float | None) -> Pool:
-    """The pool of a run, checked against --offline and --budget-usd (exit 3)."""
+def load_run_pool(
+    source: str | None, offline: bool, budget_usd: float | None,
+    warn: Callable[[str], None] = lambda msg: None,
+) -> Pool:
+    """The pool of a run, checked against --offline and --budget-usd (exit 3); `warn` hears
+    what a valid pool cannot do (Pool.warnings)."""
     from trinity_cli.pool.spec import load_pool
 
     pool = load_pool(source)
+    for warning in pool.warnings:
+        warn(warning)
     if offline:
         check_offline(pool)
     if budget_usd is not None:

@@ -107,7 +107,7 @@ def eval_command(
 
     check_ray_flags(ray, ray_workers)
     job = plan_eval(
-        load_run_pool(pool, offline, budget_usd), tasks, weights, split, limit=limit,
+        load_run_pool(pool, offline, budget_usd, warn), tasks, weights, split, limit=limit,
         max_turns=max_turns, cost_weight=cost_weight, baselines=baselines, sample=sample, seed=seed,
         budget_usd=budget_usd, note=say, warn=warn,
     )

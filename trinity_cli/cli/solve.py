@@ -114,7 +114,8 @@ def solve(
     found = suite_for(text, tests)
     suite = None if no_tests else found
     warn = (lambda msg: None) if quiet else console.warn
-    solver = build_solver(load_run_pool(pool, offline, budget_usd), weights, text, max_turns, warn)
+    run_pool = load_run_pool(pool, offline, budget_usd, warn)
+    solver = build_solver(run_pool, weights, text, max_turns, warn)
     budget = Budget(budget_usd)
     settings = {"sample": sample, "seed": seed, "no_tests": no_tests}
     sinks = solve_sinks(

@@ -120,7 +120,7 @@ def train(
         raise UsageError(f"--out must end in .npz, got {out}")
     if dry_run and resume:
         raise UsageError("--dry-run plans a fresh run: drop --resume")
-    pool_cfg = load_run_pool(pool, offline, budget_usd)
+    pool_cfg = load_run_pool(pool, offline, budget_usd, warn)
     settings = TrainSettings(
         generations, popsize, sigma0, batch_size, seed, max_turns, cost_weight, project, budget_usd
     )

@@ -87,7 +87,7 @@ class Pool:
 
     @property
     def warnings(self) -> list[str]:
-        """What a valid pool cannot do, for `trinity pool` to say."""
+        """What a valid pool cannot do, for `trinity pool` and every run to say."""
         if any("verifier" in a.roles for a in self.agents):
             return []
         return [NO_VERIFIER]
