@@ -574,7 +574,8 @@ def _yama() -> int:
 def test_paths_a_user_may_not_enter_are_one_line_errors_not_bugs(plants):
     """As uid 65534, files in a folder only root may enter (0700): the problem, the pool, the
     head and train's --out each give one line and exit 2, not "internal error" (exit 1); train
-    says so before any work."""
+    says so before any work. A TRINITY_HOME there: `logs` says why it cannot read the run log,
+    exit 3, without the advice for a damaged log."""
     area = plants["area"]
     closed = f"{area}/.hold"  # made 0700 by root in the launcher
     commands = {
@@ -582,9 +583,13 @@ def test_paths_a_user_may_not_enter_are_one_line_errors_not_bugs(plants):
         "pool": ["pool", "--pool", f"{closed}/pool.toml"],
         "weights": ["solve", "--weights", f"{closed}/h.npz", "-"],
         "train": ["train", "--folds", "0", "--out", f"{closed}/h.npz"],
+        "logs": ["logs"],
     }
     for name, argv in commands.items():
-        cli = f"sys.argv = {['trinity', *argv]!r}; from trinity_cli.cli import main; main()"
+        cli = (
+            f"import os; os.environ['TRINITY_HOME'] = {closed + '/home'!r}; " * (name == "logs")
+            + f"sys.argv = {['trinity', *argv]!r}; from trinity_cli.cli import main; main()"
+        )
         done = subprocess.run(
             [
                 "unshare", "--mount", "--", "sh", "-c",
@@ -593,6 +598,8 @@ def test_paths_a_user_may_not_enter_are_one_line_errors_not_bugs(plants):
             input="def f(): pass", capture_output=True, text=True, timeout=120, check=False,
         )
         lines = done.stderr.strip().splitlines()
-        assert done.returncode == 2 and len(lines) == 1, (name, done.returncode, done.stderr)
+        exit_code = 3 if name == "logs" else 2
+        assert done.returncode == exit_code and len(lines) == 1, (name, done.returncode, lines)
         assert lines[0].startswith("error: ") and closed in lines[0], (name, lines)
         assert "Permission denied" in lines[0] or "cannot write in" in lines[0], (name, lines)
+        assert "move it aside" not in lines[0], lines

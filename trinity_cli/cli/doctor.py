@@ -74,6 +74,8 @@ def _unreadable(log: Path) -> str | None:
     it can or does not exist yet."""
     import sqlite3
 
+    from trinity_cli.cli.log_access import why_unreadable
+
     if not log.is_file():
         return None
     try:
@@ -81,7 +83,7 @@ def _unreadable(log: Path) -> str | None:
         with closing(sqlite3.connect(f"{log.absolute().as_uri()}?immutable=1", uri=True)) as db:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:
-        return f"{exc} (move it aside to start a new log)"
+        return why_unreadable(exc)
     return None
 
 

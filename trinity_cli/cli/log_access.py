@@ -124,6 +124,17 @@ def opened() -> Iterator[RunLog]:
     except RunLogError as exc:
         raise ConfigError(f"cannot read the run log {default_path()}: {exc.message}") from None
     except (sqlite3.Error, OSError) as exc:
-        raise ConfigError(
-            f"cannot read the run log {default_path()}: {exc} (move it aside to start a new log)"
-        ) from None
+        why = why_unreadable(exc)
+        raise ConfigError(f"cannot read the run log {default_path()}: {why}") from None
+
+
+def why_unreadable(exc: Exception) -> str:
+    """Why the run log cannot be read; advice to move it aside only where that helps: a file
+    that is no database, or a damaged one (not a folder the user may not enter, not a lock)."""
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}"
+    if isinstance(exc, sqlite3.OperationalError):
+        return str(exc)
+    return f"{exc} (move it aside to start a new log)"
