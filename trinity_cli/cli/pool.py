@@ -13,7 +13,8 @@ from trinity_cli.heads.precedence import RULE
 
 HELP = (
     """List the pool's agents and whether each is usable: key present, server reachable,
-model file present; and which head `trinity solve` would route with, and why ("""
+model file present and whole (its GGUF header against its size); and which head `trinity solve`
+would route with, and why ("""
     + RULE
     + """;
 --weights checks that head), and each agent's profile (`trinity profile`) and its age. Exit 0

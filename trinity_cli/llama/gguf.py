@@ -51,10 +51,93 @@ def resolve_model(model: str) -> Path:
     return path
 
 
-def is_gguf(path: Path) -> bool:
-    """Whether the file begins with GGUF's magic bytes (a readable file only)."""
+# ggml tensor types: (elements per block, bytes per block), as llama.cpp's ggml.c has them
+# (tests/test_gguf_header.py holds this against the `gguf` package's table).
+BLOCKS = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+    15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18),
+    21: (256, 110), 22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4),
+    27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66),
+    39: (32, 17),
+}
+# metadata value types of fixed size (GGUF spec): uint8 … float64, by type id
+_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_STRING, _ARRAY = 8, 9
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why a readable file cannot be a whole GGUF model, or None: not GGUF's magic bytes, a
+    header that ends early, or tensors whose data runs past the file's end (a truncated
+    download: llama.cpp would refuse it). Reads the header only; a tensor type newer than
+    BLOCKS is checked by where its data starts."""
+    import struct
+
+    size = path.stat().st_size
     with path.open("rb") as handle:
-        return handle.read(4) == b"GGUF"
+        if handle.read(4) != b"GGUF":
+            return "not a GGUF file"
+        header = handle.read(min(size, 64 << 20))  # the metadata, vocabulary included
+    version, n_tensors, n_kv = struct.unpack_from("<IQQ", header) if len(header) >= 20 else (
+        0, 0, 0
+    )
+    if version < 2:  # v1 had 32-bit counts; llama.cpp no longer reads it
+        return None if version == 1 else "the GGUF header is cut short or damaged"
+    at, alignment = 20, 32
+
+    def string() -> str:
+        nonlocal at
+        (length,) = struct.unpack_from("<Q", header, at)
+        at += 8 + length
+        return header[at - length : at].decode("utf-8", "replace")
+
+    def skip(kind: int) -> None:
+        nonlocal at
+        if kind in _SCALARS:
+            at += _SCALARS[kind]
+        elif kind == _STRING:
+            string()
+        elif kind == _ARRAY:
+            inner, count = struct.unpack_from("<IQ", header, at)
+            at += 12
+            if inner in _SCALARS:
+                at += _SCALARS[inner] * count
+            else:
+                for _ in range(count):
+                    skip(inner)
+        else:
+            raise ValueError(f"metadata type {kind}")
+
+    try:
+        for _ in range(n_kv):
+            key = string()
+            (kind,) = struct.unpack_from("<I", header, at)
+            at += 4
+            if key == "general.alignment" and kind == 4:
+                (alignment,) = struct.unpack_from("<I", header, at)
+            skip(kind)
+        end = 0
+        for _ in range(n_tensors):
+            string()
+            (dims,) = struct.unpack_from("<I", header, at)
+            if dims > 8:  # ggml has at most 4
+                raise ValueError(f"{dims} dimensions")
+            shape = struct.unpack_from(f"<{dims}Q", header, at + 4)
+            kind, offset = struct.unpack_from("<IQ", header, at + 4 + 8 * dims)
+            at += 4 + 8 * dims + 12
+            elements = 1
+            for d in shape:
+                elements *= d
+            per_block, block_bytes = BLOCKS.get(kind, (1, 0))
+            end = max(end, offset + elements // per_block * block_bytes)
+    except (struct.error, ValueError, RecursionError):
+        return "the GGUF header is cut short or damaged"
+    if at > len(header):  # past what was read: the file ends there, or the header is huge
+        return "the GGUF header is cut short or damaged" if len(header) == size - 4 else None
+    needed = -(-(at + 4) // alignment) * alignment + end  # at + 4: the magic was read apart
+    if needed > size:
+        return f"truncated: its tensors need {needed:,} bytes, the file has {size:,}"
+    return None
 
 
 def gguf_sha256(path: Path) -> str:

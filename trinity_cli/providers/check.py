@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from trinity_cli.llama.gguf import is_gguf
+from trinity_cli.llama.gguf import gguf_problem
 from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import EMBEDDED, AgentSpec
 
@@ -55,8 +55,9 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
             return False, f"a directory, not a GGUF file: {path}"
         if not path.is_file():
             return False, f"model file missing: {path}"
-        if not is_gguf(path):
-            return False, f"not a GGUF file: {path}"
+        problem = gguf_problem(path)
+        if problem is not None:
+            return False, f"{problem}: {path}"
         return True, f"model file present: {path}"
     return True, "runs here: no network, no key"
 
