@@ -108,12 +108,16 @@ def test_token_position_outside_the_cue_is_a_config_error(gguf_path):
         LlamaCoordinator(gguf_path, n_ctx=256, token_position=-500)
 
 
-def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path):
+def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path, gguf_path):
     from trinity_cli.coordinator.llama import LlamaCoordinator
 
     bad = tmp_path / "model.gguf"
     bad.write_bytes(b"not a model at all")
-    with pytest.raises(ConfigError, match="could not be loaded"):
+    with pytest.raises(ConfigError, match=r"could not be loaded \(not a GGUF file\)"):
+        LlamaCoordinator(bad)
+    whole = gguf_path.read_bytes()
+    bad.write_bytes(whole[: len(whole) // 2])  # a download cut short says so
+    with pytest.raises(ConfigError, match=r"could not be loaded \(truncated: its tensors need"):
         LlamaCoordinator(bad)
 
 

@@ -255,7 +255,10 @@ def load_model(path: Path) -> Model:
             params.use_extra_bufts = False  # plain weights: see the module docstring
             handle = ll.llama_model_load_from_file(str(key).encode(), params)
             if not handle:
-                raise ConfigError(f"model could not be loaded (not a GGUF?): {key}")
+                from trinity_cli.llama.gguf import gguf_problem
+
+                why = gguf_problem(key) or "llama.cpp refused it"
+                raise ConfigError(f"model could not be loaded ({why}): {key}")
             _MODELS[key] = Model(key, handle, ll.llama_model_get_vocab(handle))
         return _MODELS[key]
 
