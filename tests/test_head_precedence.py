@@ -180,12 +180,19 @@ def test_pool_exits_3_when_the_head_solve_would_use_cannot_be_used(workdir):
 
 
 def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
-    (workdir / "h.ckpt").write_bytes(b"an unfinished run")
-    result = trinity("train", "--pool", str(SIM_POOL), "--out", "h.npz", "--generations", "1")
-    assert (
-        result.returncode == 3 and "holds an unfinished run: --resume continues it" in result.stderr
-    )
-    assert (workdir / "h.ckpt").read_bytes() == b"an unfinished run"
+    """A checkpoint (or what only looks like one: a pickle) is an unfinished run; another file
+    at that name is called what it is. Either is kept."""
+    import pickle
+
+    flags = ["train", "--pool", str(SIM_POOL), "--out", "h.npz", "--generations", "1"]
+    for kept, said in (
+        (pickle.dumps({"version": 1}), "h.ckpt holds an unfinished run: --resume continues it"),
+        (b"my notes", "h.ckpt is in the way and is no checkpoint train wrote: move it aside"),
+    ):
+        (workdir / "h.ckpt").write_bytes(kept)
+        result = trinity(*flags)
+        assert result.returncode == 3 and said in result.stderr, result.stderr
+        assert (workdir / "h.ckpt").read_bytes() == kept
 
 
 def test_a_fresh_train_replaces_an_earlier_runs_files_only_with_force(workdir, home):

@@ -68,6 +68,13 @@ def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
     return next(n for n in names if not n.exists() and not checkpoint_path(n).exists())
 
 
+def written_by_train(path: Path) -> bool:
+    """Whether the file begins as `save` writes (a pickle, protocol 2 or later), read without
+    unpickling it."""
+    with open(path, "rb") as handle:
+        return handle.read(1) == b"\x80"
+
+
 def unfinished(out: Path) -> bool:
     """A checkpoint that no head was written after: a fresh run there would overwrite it."""
     checkpoint = checkpoint_path(out)

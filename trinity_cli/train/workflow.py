@@ -19,7 +19,7 @@ from trinity_cli.pool.spec import Pool
 from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
 from trinity_cli.tasks.taskset import Task, gradable, load_tasks, select_split
-from trinity_cli.train.checkpoint import checkpoint_path, unfinished
+from trinity_cli.train.checkpoint import checkpoint_path, unfinished, written_by_train
 from trinity_cli.train.crossval import CrossValidation, starts
 from trinity_cli.train.curves import plot_training_curve, write_training_curve
 from trinity_cli.train.es import IMITATE, TrainResult, TrainSettings, new_forest, train
@@ -78,6 +78,11 @@ def plan_job(
     if resume and not checkpoint_path(out).exists():
         raise ConfigError(f"--resume: no checkpoint at {checkpoint_path(out)}")
     if not resume and unfinished(out):
+        if not written_by_train(checkpoint_path(out)):
+            raise ConfigError(
+                f"{checkpoint_path(out)} is in the way and is no checkpoint train wrote: move it "
+                "aside, or another --out starts afresh (train never replaces it)"
+            )
         raise ConfigError(
             f"{checkpoint_path(out)} holds an unfinished run: --resume continues it; "
             "another --out starts afresh (delete the checkpoint to discard it)"
