@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -27,10 +28,13 @@ from trinity_cli.tasks.grading import Grader
 from trinity_cli.tasks.sandbox import (
     JAILS,
     MODES,
+    OWN_UIDS,
     REPORT_BYTES,
     Limits,
     counts_processes,
     isolation,
+    maps_own_uids,
+    own_uids,
     run_in_mode,
     run_python,
 )
@@ -139,6 +143,48 @@ def test_a_fork_bomb_hits_the_process_limit(mode):
     assert not result.passed
     assert int(result.stdout.split()[0]) < Limits().processes
     assert left == [] or mode not in JAILS
+
+
+def test_as_root_each_candidate_has_a_uid_and_a_process_limit_of_its_own(mode):
+    """As root, candidates once all ran as uid 65534, sharing one RLIMIT_NPROC (64) with each
+    other and with every uid-65534 process: one that held 60 children left another unable to
+    fork. Now each has a uid of its own, so the other forks while the first holds its 60."""
+    if os.geteuid() != 0 or mode == "rlimits" or not own_uids():
+        pytest.skip("root's candidates have a uid of their own only as root, with OWN_UIDS mapped")
+    tag = "tri-" + uuid.uuid4().hex[:10]
+    holder = tagged(tag) + (
+        "import os, sys, time\nfor _ in range(60):\n    os.fork() or time.sleep(30)\n"
+        "print(os.getuid(), flush=True)\ntime.sleep(30)\n"
+    )
+    forker = (
+        "import os\nkids = [os.fork() or os._exit(0) for _ in range(10)]\n"
+        "for kid in kids:\n    os.waitpid(kid, 0)\nprint(os.getuid())\n"
+    )
+    held: list = []
+    first = threading.Thread(
+        target=lambda: held.append(run_in_mode(holder, mode, Limits(wall_s=6)))
+    )
+    first.start()
+    try:
+        deadline = time.monotonic() + 6
+        while len(survivors(tag)) < 60 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(survivors(tag)) >= 60
+        second = run_in_mode(forker, mode, Limits(wall_s=6))
+        assert len(survivors(tag)) >= 60  # the 60 children were there while the second ran
+    finally:
+        first.join()
+        survivors(tag, kill=True)
+    assert second.passed, second.stderr
+    holder_uid, forker_uid = int(held[0].stdout.split()[0]), int(second.stdout.split()[0])
+    assert holder_uid in OWN_UIDS and forker_uid in OWN_UIDS and holder_uid != forker_uid
+
+
+def test_own_uids_needs_the_whole_range_mapped():
+    assert maps_own_uids("         0          0 4294967295\n")  # the host, as root
+    assert not maps_own_uids("         0     100000      65536\n")  # a rootless container
+    assert maps_own_uids("0 100000 65536\n2000000000 300000 16777216\n")
+    assert not maps_own_uids("2000000000 300000 16777215\n")  # one uid short
 
 
 def test_a_memory_hog_fails_with_memory_error(mode):

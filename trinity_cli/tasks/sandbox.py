@@ -12,11 +12,11 @@ process by running a trivial program:
 
 - `bwrap` (bubblewrap): new user (unless root), PID, mount, network, IPC and UTS namespaces; a
   fresh root holding only the system directories and Python, read-only, and a private /tmp;
-  uid 65534 inside.
+  uid 65534 inside (as root: a uid of its own, `OWN_UIDS`).
 - `namespaces` (`unshare`): the same namespaces over the host's file tree, made read-only, with
   tmpfs over /tmp, home and the other writable directories; uid 65534 in a nested user
-  namespace (locked mounts) or, as root, the real uid 65534.
-- `uid-drop` (root without namespaces): the candidate runs as uid 65534.
+  namespace (locked mounts) or, as root, a uid of its own.
+- `uid-drop` (root without namespaces): the candidate runs as a uid of its own.
 - `rlimits` (anywhere else, macOS included): resource limits only.
 
 `isolation()` says which mode is in use and exactly what it does and does not isolate, for the
@@ -30,6 +30,7 @@ import functools
 import json
 import os
 import platform
+import secrets
 import select
 import shutil
 import signal
@@ -55,6 +56,12 @@ ROOT_SETUP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN")  # dr
 STDIN_FILE = (
     "stdin.txt"  # the input given on stdin: sandbox_init.py opens it as fd 0, then deletes it
 )
+NOBODY = 65534
+# As root, each candidate runs as a uid of its own drawn from this range (far above the
+# accounts and container ranges systems hand out, below 2^31): RLIMIT_NPROC then counts its
+# processes alone, and no candidate can signal another, nor any process of uid 65534. Where
+# the range is not mapped (root in a rootless container), every candidate is uid 65534.
+OWN_UIDS = range(2_000_000_000, 2_000_000_000 + (1 << 24))
 
 
 @dataclass(frozen=True)
@@ -137,7 +144,8 @@ def run_in_mode(
         "python_rel": None if rel.startswith("..") else rel,
         "hide": [*HIDDEN_DIRS, os.path.expanduser("~")],
         "work": "/tmp/work" if work is None else str(work),
-        "drop_uid": is_root and mode != "rlimits", "stdin": None if stdin is None else STDIN_FILE,
+        "drop_uid": candidate_uid() if is_root and mode != "rlimits" else None,
+        "stdin": None if stdin is None else STDIN_FILE,
         "nest_user": mode == "namespaces" and not is_root,
         "limits": {
             **asdict(limits), "processes": limits.processes if counts_processes(mode) else 0,
@@ -188,7 +196,7 @@ def _bwrap_command(base_python: str, is_root: bool) -> list[str]:
     installation and sandbox_init.py; a private /tmp; /proc of the new PID namespace; a minimal
     /dev. As a user, a user namespace (uid 65534 inside) that cannot make another; as root, no
     user namespace (it would map root's files to the candidate), so sandbox_init.py keeps the
-    capabilities to drop to the real uid 65534 and loses them before exec."""
+    capabilities to drop to its own uid and loses them before exec."""
     command = [
         shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--as-pid-1",
         "--cap-drop", "ALL",
@@ -236,10 +244,37 @@ def _bwrap_help() -> str:
         return ""
 
 
+@functools.cache
+def own_uids() -> bool:
+    """Whether each candidate gets a uid of its own (OWN_UIDS) here: root on Linux, with the
+    whole range mapped in this user namespace, uids and gids both."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return False
+    try:
+        maps = [Path(f"/proc/self/{name}").read_text() for name in ("uid_map", "gid_map")]
+    except OSError:
+        return False
+    return all(maps_own_uids(text) for text in maps)
+
+
+def maps_own_uids(id_map: str) -> bool:
+    """Whether a /proc/<pid>/uid_map (or gid_map) holds all of OWN_UIDS: its lines are "first
+    id inside, first id outside, count"."""
+    numbers = [int(n) for n in id_map.split()]
+    ranges = [range(first, first + count) for first, _, count in zip(*[iter(numbers)] * 3)]
+    return any(OWN_UIDS.start in r and OWN_UIDS[-1] in r for r in ranges)
+
+
+def candidate_uid() -> int:
+    """The uid (and gid) a candidate of root's runs as."""
+    return OWN_UIDS.start + secrets.randbelow(len(OWN_UIDS)) if own_uids() else NOBODY
+
+
 def counts_processes(mode: str) -> bool:
-    """Whether the candidate runs under a process-count limit: it must run as a uid of its own
-    (65534, when trinity is root), or in a user namespace of its own on Linux 5.14+, which
-    counts processes per namespace; otherwise RLIMIT_NPROC would count every process of yours."""
+    """Whether the candidate runs under a process-count limit: it must run as another uid (when
+    trinity is root: its own, else 65534), or in a user namespace of its own on Linux 5.14+,
+    which counts processes per namespace; otherwise RLIMIT_NPROC would count every process of
+    yours."""
     if mode == "rlimits" or not sys.platform.startswith("linux"):
         return False
     if os.geteuid() == 0:
@@ -342,10 +377,10 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
             "(API keys) or ptrace it"
         )
     not_isolated = [] if counts_processes(mode) else ["process count is not limited"]
+    own = is_root and own_uids()
+    root_uid = "a uid of its own (one per candidate, no account)" if own else "the real uid 65534"
     if mode in JAILS:
-        who = (
-            "the real uid 65534" if is_root else "uid 65534 in a user namespace (your uid outside)"
-        )
+        who = root_uid if is_root else "uid 65534 in a user namespace (your uid outside)"
         isolated += [
             ("user, " if not is_root else "") + "PID, mount, network, IPC and UTS namespaces: "
             "no other process is visible, and killing the sandbox kills all of it",
@@ -365,18 +400,19 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
             "every mount read-only (locked); a private /tmp holding the work dir; empty "
             "tmpfs over home, /var/tmp, /dev/shm and /run/lock"
         )
-        reader = "uid 65534" if is_root else "you"
+        reader = ("any user" if own else "uid 65534") if is_root else "you"
         not_isolated.append(
             f"files that {reader} can read outside home and the temporary directories "
             "can be read (the repository, /etc, /opt, ...); install bubblewrap to hide them"
         )
     elif mode == "uid-drop":
         isolated.append(
-            "runs as the real uid 65534 with no capabilities and no_new_privs: your files "
-            "are unreadable unless world-readable"
+            f"runs as {root_uid} with no capabilities and no_new_privs: your files are "
+            "unreadable unless world-readable"
         )
+        signalled = "none can be signalled" if own else "those of uid 65534 can be signalled"
         not_isolated += [
-            "network", "other processes are visible (those of uid 65534 can be signalled)",
+            "network", f"other processes are visible ({signalled})",
             "world-readable files can be read, world-writable directories (/tmp) written", _LEAVERS,
         ]
     else:
@@ -399,8 +435,11 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
                 "the address-space limit (macOS does not enforce it)",
             ]
     if counts_processes(mode):
-        shared = " (shared by the candidates running at once: all are uid 65534)" if is_root else ""
-        isolated.append(f"a process-count limit{shared}")
+        shared = is_root and not own
+        isolated.append(
+            "a process-count limit"
+            + (" (shared by the candidates running at once: all are uid 65534)" if shared else "")
+        )
     return tuple(isolated), tuple(not_isolated)
 
 

@@ -102,16 +102,16 @@ def enter_nested_userns():
             fail(f"writing /proc/self/{name}", exc)
 
 
-def drop_uid(work):
+def drop_uid(work, uid):
     for entry in os.listdir(work):
-        os.chown(os.path.join(work, entry), NOBODY, NOBODY)
-    os.chown(work, NOBODY, NOBODY)  # last: root may lack CAP_DAC_OVERRIDE (bwrap dropped it)
+        os.chown(os.path.join(work, entry), uid, uid)
+    os.chown(work, uid, uid)  # last: root may lack CAP_DAC_OVERRIDE (bwrap dropped it)
     try:
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(uid)
+        os.setuid(uid)
     except OSError as exc:
-        fail("dropping to uid 65534", exc)
+        fail(f"dropping to uid {uid}", exc)
 
 
 def drop_bounding_set(strict):
@@ -143,15 +143,16 @@ def capabilities():
 
 
 def drop_privileges(cfg, work):
-    """uid 65534 where we can get there, then no capability in any set, then no_new_privs."""
+    """Root's candidates to their uid (`drop_uid`: sandbox.py's candidate_uid), then no
+    capability in any set, then no_new_privs."""
     if not IS_LINUX:
         return  # macOS: rlimits mode as the user (root has no uid to drop to there either)
     if cfg["nest_user"]:
         enter_nested_userns()
     privileged = cfg["mode"] != "rlimits" or os.geteuid() == 0  # holds CAP_SETPCAP until dropped
     drop_bounding_set(strict=privileged)
-    if cfg["drop_uid"]:
-        drop_uid(work)
+    if cfg["drop_uid"] is not None:
+        drop_uid(work, cfg["drop_uid"])
     clear_capabilities()
     check("no_new_privs", libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
     permitted, bounding = capabilities()
