@@ -63,6 +63,28 @@ class LayersCoordinator(llama.LlamaCoordinator):
         return on_tensor
 
 
+def routing_on(one_point: Any, rest: list[Any], states: list[list[Any]]) -> dict[str, Any]:
+    """room.decision_point's held-out routing where each trail's nodes read `states` (one
+    per node, in the trail's order): every row of the grid, and its mean and best margin."""
+    trails = [[(SimpleNamespace(hidden=hidden),) for hidden in trail] for trail in states]
+    return summarised(one_point(*rest, trails)["held_out_routing"])
+
+
+def summarised(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    margins = [row["margin_se"] or 0.0 for row in rows]
+    return {
+        "mean_margin_se": round(float(np.mean(margins)), 2), "best_margin_se": max(margins),
+        "rows": rows,
+    }
+
+
+def say(turn: int, name: str, routing: dict[str, Any]) -> None:
+    print(
+        f"turn {turn} {name:16} mean {routing['mean_margin_se']:+.2f} SE, "
+        f"best {routing['best_margin_se']:+.2f} SE", file=sys.stderr, flush=True,
+    )
+
+
 def load_room() -> Any:
     spec = importlib.util.spec_from_file_location("room", Path(__file__).with_name("room.py"))
     assert spec is not None and spec.loader is not None
@@ -85,20 +107,10 @@ def main() -> None:
         width = len(trails[0][0][0].hidden) // len(READOUTS)
         for j, name in enumerate(READOUTS):
             sliced = [
-                [(SimpleNamespace(hidden=node.hidden[j * width:(j + 1) * width]),)
-                 for node, _ in trail]
-                for trail in trails
+                [node.hidden[j * width:(j + 1) * width] for node, _ in trail] for trail in trails
             ]
-            rows = one_state(*rest, sliced)["held_out_routing"]
-            margins = [row["margin_se"] or 0.0 for row in rows]
-            layer = point["layers"][name.decode()] = {
-                "mean_margin_se": round(float(np.mean(margins)), 2),
-                "best_margin_se": max(margins), "rows": rows,
-            }
-            print(
-                f"turn {point['turn']} {name.decode():12} mean {layer['mean_margin_se']:+.2f} SE, "
-                f"best {layer['best_margin_se']:+.2f} SE", file=sys.stderr, flush=True,
-            )
+            layer = point["layers"][name.decode()] = routing_on(one_state, rest, sliced)
+            say(point["turn"], name.decode(), layer)
         return point
 
     room.decision_point = per_layer

@@ -27,13 +27,11 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import sys
 import zlib
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from layer_probe import load_room  # scripts/ is on sys.path when this runs
+from layer_probe import load_room, routing_on, say, summarised
 
 from trinity_cli.core.roles import Role
 from trinity_cli.core.transcript import Transcript
@@ -91,35 +89,18 @@ def main() -> None:
         if trails is None:
             return point
         depth = point["turn"] - 1
+        say(point["turn"], "state (shipped)", summarised(point["held_out_routing"]))
         reached = [i for i, trail in enumerate(trails) if len(trail) > depth]
         transcripts = [trails[i][depth][0].state.transcript for i in reached]
         point["features"] = {}
-        margins = [row["margin_se"] or 0.0 for row in point["held_out_routing"]]
-        summaries = {"state (shipped)": (float(np.mean(margins)), max(margins))}
         for name, make in FEATURES.items():
             made = make(transcripts)
             made = made[:, made.std(axis=0) > 1e-9]  # a constant column would swamp input_space
             rows_of = dict(zip(reached, made))
-            width = made.shape[1]
-            swapped = [
-                [
-                    (SimpleNamespace(hidden=rows_of.get(i, np.zeros(width))),)
-                    for _ in trail
-                ]
-                for i, trail in enumerate(trails)
-            ]
-            rows = one_point(*rest, swapped)["held_out_routing"]
-            margins = [row["margin_se"] or 0.0 for row in rows]
-            point["features"][name] = {
-                "mean_margin_se": round(float(np.mean(margins)), 2),
-                "best_margin_se": max(margins), "rows": rows,
-            }
-            summaries[name] = (float(np.mean(margins)), max(margins))
-        for name, (mean, best) in summaries.items():
-            print(
-                f"turn {point['turn']} {name:16} mean {mean:+.2f} SE, best {best:+.2f} SE",
-                file=sys.stderr, flush=True,
-            )
+            unread = np.zeros(made.shape[1])  # a trail that ends before this point
+            states = [[rows_of.get(i, unread)] * len(trail) for i, trail in enumerate(trails)]
+            point["features"][name] = routing_on(one_point, rest, states)
+            say(point["turn"], name, point["features"][name])
         return point
 
     room.decision_point = per_feature_set
