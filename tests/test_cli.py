@@ -215,6 +215,7 @@ def test_pool_warns_when_no_agent_may_verify(workdir):
     for run in (
         ("solve", str(PROBLEM), "--no-log"),
         ("eval", "--dry-run", "--tasks", "humaneval", "--weights", "none"),
+        ("train", "--dry-run", "--tasks", "humaneval", "--out", "h.npz"),
     ):
         said = trinity(*run, "--pool", "p.toml").stderr
         assert said.startswith(f"warning: {NO_VERIFIER}\n"), said

@@ -65,14 +65,17 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
         importlib.util.find_spec("matplotlib") is not None
     )
 
-    first_curve = (workdir / "out" / "eval-curve.csv").read_bytes()
+    # an earlier curve is never replaced (its .csv or its .png): the next free name, said
+    (workdir / "out" / "eval-curve.csv").write_bytes(b"an earlier curve\n")
+    (workdir / "out" / "eval-curve-2.png").write_bytes(b"an earlier picture")
     again = trinity("eval", *flags, "--weights", "heads", "--out-dir", "out")
     by_directory = json.loads(again.stdout)
     assert [r["policy"] for r in by_directory["rows"][:2]] == ["trained:w0", "trained:w3"]
-    # an earlier curve is never replaced: the next free name, and eval says which
-    assert (workdir / "out" / "eval-curve.csv").read_bytes() == first_curve
-    assert (workdir / "out" / "eval-curve-2.csv").is_file()
-    assert f"wrote {Path('out') / 'eval-curve-2.csv'}" in again.stderr
+    assert (workdir / "out" / "eval-curve.csv").read_bytes() == b"an earlier curve\n"
+    assert (workdir / "out" / "eval-curve-2.png").read_bytes() == b"an earlier picture"
+    assert not (workdir / "out" / "eval-curve-2.csv").exists()
+    assert (workdir / "out" / "eval-curve-3.csv").read_bytes().startswith(b"policy,kind,")
+    assert f"wrote {Path('out') / 'eval-curve-3.csv'}" in again.stderr
     one = json.loads(trinity("eval", *flags, "--weights", "heads/w0.npz").stdout)
     assert one["rows"][0]["policy"] == "trained" and "curve" not in one
     assert not (workdir / "eval-curve.csv").exists()  # one head: no curve written

@@ -23,12 +23,13 @@ def test_the_block_table_is_ggmls():
         assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)] == shape, kind
 
 
-def written(path: Path, alignment: int | None) -> int:
-    """A small GGUF with strings, arrays and two tensors; where its last tensor's data ends."""
+def written(path: Path, alignment: int | None, note: int = 37) -> int:
+    """A small GGUF with strings, arrays and two tensors; where its last tensor's data ends.
+    `note`'s length moves where the header ends against the alignment."""
     writer = gguf.GGUFWriter(path, "llama")
     if alignment is not None:
         writer.add_custom_alignment(alignment)
-    writer.add_string("note", "x" * 37)
+    writer.add_string("note", "x" * note)
     writer.add_array("words", ["a", "bb", "ccc"])
     writer.add_array("numbers", [1, 2, 3])
     writer.add_tensor("a", np.ones((3, 5), dtype=np.float32))
@@ -43,15 +44,16 @@ def written(path: Path, alignment: int | None) -> int:
 @pytest.mark.parametrize("alignment", [None, 64])
 def test_a_file_is_whole_exactly_when_it_holds_its_last_tensors_data(tmp_path, alignment):
     path = tmp_path / "m.gguf"
-    end = written(path, alignment)
-    assert gguf_problem(path) is None
-    data = path.read_bytes()
-    path.write_bytes(data[:end])  # the padding after the last tensor is not needed
-    assert gguf_problem(path) is None
-    path.write_bytes(data[: end - 1])
-    assert gguf_problem(path) == (
-        f"truncated: its tensors need {end:,} bytes, the file has {end - 1:,}"
-    )
+    for note in range(40):  # every place the header can end within the alignment
+        end = written(path, alignment, note)
+        assert gguf_problem(path) is None
+        data = path.read_bytes()
+        path.write_bytes(data[:end])  # the padding after the last tensor is not needed
+        assert gguf_problem(path) is None, note
+        path.write_bytes(data[: end - 1])
+        assert gguf_problem(path) == (
+            f"truncated: its tensors need {end:,} bytes, the file has {end - 1:,}"
+        ), note
     for cut in (60, 10):  # in the metadata, in the counts
         path.write_bytes(data[:cut])
         assert gguf_problem(path) == "the GGUF header is cut short or damaged", cut

@@ -238,6 +238,17 @@ def test_a_locked_log_costs_one_warning_not_the_run(server):
     assert len(runs_in_log()) == 1  # the log is intact, without the run it could not write
 
 
+def test_moving_the_log_aside_is_advised_only_for_a_damaged_log():
+    from trinity_cli.cli.log_access import why_unreadable
+
+    assert why_unreadable(sqlite3.DatabaseError("file is not a database")) == (
+        "file is not a database (move it aside to start a new log)"
+    )
+    assert why_unreadable(sqlite3.OperationalError("database is locked")) == "database is locked"
+    denied = PermissionError(13, "Permission denied", "/home/x/.local")
+    assert why_unreadable(denied) == "Permission denied (/home/x/.local)"
+
+
 def test_a_corrupt_log_costs_one_warning_not_the_run(server):
     default_path().parent.mkdir(parents=True)
     default_path().write_bytes(b"this is not a database" * 200)
