@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -119,6 +123,41 @@ def test_a_file_that_is_not_gguf_is_a_config_error(tmp_path, gguf_path):
     bad.write_bytes(whole[: len(whole) // 2])  # a download cut short says so
     with pytest.raises(ConfigError, match=r"could not be loaded \(truncated: its tensors need"):
         LlamaCoordinator(bad)
+
+
+def test_ctrl_c_while_llama_cpp_loads_a_model_stops_the_run_after_the_load():
+    """The load calls Python back for every log line; a KeyboardInterrupt raised there was
+    swallowed by ctypes ("Exception ignored") and the run went on. The signal is sent from the
+    first log line, so it lands inside the load every time."""
+    program = """if True:
+        import os, signal, sys
+        from trinity_cli.llama import capi
+        from trinity_cli.llama.gguf import embedded_model_path
+
+        class Tripwire:  # stderr: TRINITY_DEBUG sends llama.cpp's log lines here
+            sent = False
+            def write(self, text):
+                if not Tripwire.sent:
+                    Tripwire.sent = True
+                    os.kill(os.getpid(), signal.SIGINT)
+            def flush(self):
+                pass
+
+        path = embedded_model_path()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal has it
+        sys.stderr = Tripwire()
+        try:
+            capi.load_model(path)
+        except KeyboardInterrupt:
+            print("stopped after the load:", Tripwire.sent)
+        else:
+            print("the load went on:", Tripwire.sent)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "TRINITY_DEBUG": "1"}, check=False,
+    )
+    assert done.stdout == "stopped after the load: True\n", done.stdout + done.stderr
 
 
 def test_the_sliding_window_ring_stays_exact_through_wrapping_cues_and_drops(

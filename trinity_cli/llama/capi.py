@@ -163,7 +163,8 @@ class Model:
         return params
 
     def new_context(self, params: Any) -> Any:
-        ctx = _ll().llama_init_from_model(self.handle, params)
+        with _interrupts_after():  # it logs through the Python callback too
+            ctx = _ll().llama_init_from_model(self.handle, params)
         if not ctx:
             raise ConfigError(
                 f"could not create a llama.cpp context (n_ctx={params.n_ctx}) for {self.path}"
@@ -199,9 +200,10 @@ def decode(
 
 @contextmanager
 def _interrupts_after() -> Iterator[None]:
-    """Ctrl-C during a decode raises when it returns. Raised in a Python callback that llama.cpp
-    calls (the coordinator's readout), KeyboardInterrupt would be swallowed by ctypes, printed as
-    "Exception ignored", and the run would go on. Only the main thread gets signals, and only
+    """Ctrl-C during a call into llama.cpp (a decode, a model load, a new context) raises when
+    it returns. Raised in a Python callback that llama.cpp calls (the coordinator's readout, the
+    log callback), KeyboardInterrupt would be swallowed by ctypes, printed as "Exception
+    ignored", and the run would go on. Only the main thread gets signals, and only
     Python's own handler is deferred (a handler someone installed is left alone)."""
     if (
         threading.current_thread() is not threading.main_thread()
@@ -253,7 +255,8 @@ def load_model(path: Path) -> Model:
             ll.llama_backend_init()
             params = ll.llama_model_default_params()
             params.use_extra_bufts = False  # plain weights: see the module docstring
-            handle = ll.llama_model_load_from_file(str(key).encode(), params)
+            with _interrupts_after():  # a load logs hundreds of lines through the callback
+                handle = ll.llama_model_load_from_file(str(key).encode(), params)
             if not handle:
                 from trinity_cli.llama.gguf import gguf_problem
 
