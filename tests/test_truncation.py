@@ -71,7 +71,7 @@ def test_the_loop_reports_each_readers_cut_and_warns_once_per_reader():
     result = run_episode(
         Problem("p"), agents, CountingCoordinator(cut=coordinator_cut),
         ScriptedPolicy(((0, Role.THINKER), (0, Role.WORKER)), n_agents=1), max_turns=2,
-        on_event=fan_out([CutWarnings(warnings.append), JsonlWriter(jsonl, ["a"])]),
+        on_event=fan_out([CutWarnings(warnings.append), JsonlWriter(jsonl.write, ["a"])]),
     )
     first, second = result.turns
     assert first.truncated and not second.truncated

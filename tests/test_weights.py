@@ -239,7 +239,10 @@ def test_a_head_trained_on_other_numerics_warns_naming_both_values(tmp_path):
     assert len(warnings) == 1 and "old.npz" in warnings[0]
     assert "llama_cpp 0.3.16 (head) vs 0.3.36 (here)" in warnings[0]
     # the features that differ, each side's
-    assert "cpu_features: the head's CPU had AVX512F, this one has AVX, AVX2" in warnings[0]
+    assert (
+        "cpu_features: the head's CPU had AVX512F, which this one lacks; this one has AVX, AVX2, "
+        "which the head's lacked" in warnings[0]
+    )
     assert "n_batch" not in warnings[0]
     shipped = LoadedHead(None, str(shipped_dir() / "x.npz"), older.meta, "trinity-tf2")
     warn_if_other_numerics(shipped, coordinator, warnings.append)

@@ -48,6 +48,13 @@ class TaskFileError(UsageError):
     """A task set file that cannot be parsed (names file:line)."""
 
 
+class OutputLost(TrinityError):
+    """stdout could not take the output: its reader stopped (`| head`: said by no message, as
+    Unix tools do), it was closed, or its disk is full."""
+
+    exit_code = 141  # 128 + SIGPIPE
+
+
 class ConfigError(TrinityError):
     """Pool file, weights, keys or an `--offline` violation."""
 

@@ -23,7 +23,7 @@ from trinity_cli.cli import pool as pool_command
 from trinity_cli.cli import profile as profile_command
 from trinity_cli.cli import solve as solve_command
 from trinity_cli.cli import train as train_command
-from trinity_cli.cli.console import stderr
+from trinity_cli.cli.console import stderr, to_stdout
 from trinity_cli.errors import TrinityError, redact
 
 EXIT_USAGE = 2
@@ -108,8 +108,10 @@ def _usage_line(exc: Exception) -> str:
 def main() -> None:
     try:
         code = app(standalone_mode=False)
+        to_stdout("")  # what print() left in stdout's buffer: lost output is exit 141, not a bug
     except TrinityError as exc:
-        stderr.print(f"error: {exc.message}", markup=False, highlight=False)
+        if exc.message:  # a stopped reader of stdout is said by no message
+            stderr.print(f"error: {exc.message}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         stderr.print("interrupted", markup=False)

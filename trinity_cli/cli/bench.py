@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from trinity_cli.cli.console import stderr
+from trinity_cli.cli.console import stderr, to_stdout
 
 HELP = """Measure, on the embedded Gemma GGUF and this machine, what the coordinator costs: prefix
 reuse speed-up, re-encode time against raw llama.cpp evaluation, its share of a streamed call
@@ -50,7 +50,7 @@ def bench(
         generations, TurnDisplay,
     )
     if json_out:
-        print(json.dumps(result, indent=2))
+        to_stdout(json.dumps(result, indent=2) + "\n")
         return 0
     table = Table(title="trinity bench (ratios from one run)", title_justify="left")
     table.add_column("key")

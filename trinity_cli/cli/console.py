@@ -10,6 +10,28 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from trinity_cli.errors import OutputLost
+
+
+def _reopen_closed_standard_fds() -> None:
+    """A standard stream closed before trinity started (`2>&-`, `>&-`) leaves its fd free, and
+    the next file trinity opened (the run log) would take that number, where a stray write
+    would land: /dev/null takes it instead. A closed stderr then only silences the display; a
+    closed stdout stays None to Python, so `to_stdout` knows the output is lost."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free fd: this one, or a lower
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+
+
+_reopen_closed_standard_fds()
+
 
 class _StderrConsole(Console):
     def on_broken_pipe(self) -> None:
@@ -53,13 +75,18 @@ def say_unless(quiet: bool) -> Callable[[str], None]:
     return (lambda message: None) if quiet else say
 
 
-def to_stdout(text: str) -> bool:
-    """Write `text` on stdout. False when whoever read stdout stopped reading (`| head`): stdout
-    then points at /dev/null, so that exiting says nothing more, as Unix tools do."""
+def to_stdout(text: str) -> None:
+    """Write `text` on stdout, with what print() left in its buffer. OutputLost (exit 141) when
+    stdout cannot take it; stdout then points at /dev/null, so that exiting says nothing more."""
+    if sys.stdout is None:  # closed before trinity started
+        if text:
+            raise OutputLost("cannot write to stdout: it is closed")
+        return
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
+    except OSError as exc:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return False
-    return True
+        if isinstance(exc, BrokenPipeError):  # its reader stopped: nothing to say
+            raise OutputLost("") from None
+        raise OutputLost(f"cannot write to stdout: {exc.strerror or exc}") from None

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from trinity_cli.cli import options as opt
-from trinity_cli.cli.console import stderr
+from trinity_cli.cli.console import stderr, to_stdout
 
 HELP = """Show which sandbox isolation works here for the user running trinity (and what it does
 not isolate), which agents of the pool are usable, where config and caches live, and the
@@ -44,7 +44,7 @@ def doctor(
         "paths": _paths(), "coordinator": coordinator,
     }
     if json_out:
-        print(json.dumps(report, indent=2))
+        to_stdout(json.dumps(report, indent=2) + "\n")
     else:
         _print(report, checks)
     usable = all(c.usable for c in checks) and coordinator["model_present"]

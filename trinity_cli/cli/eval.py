@@ -12,7 +12,7 @@ import typer
 
 from trinity_cli.cli import options as opt
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
-from trinity_cli.cli.console import say, stderr, warn
+from trinity_cli.cli.console import say, stderr, to_stdout, warn
 
 HELP = f"""Compare a head (by default the one solve would use) with the baselines on a split of a
 task set: pass@1 with a 95% interval, $ per task and mean turns. Warns when the tasks overlap
@@ -126,7 +126,7 @@ def eval_command(
         out_dir=out_dir,
     )
     if json_out:
-        print(json.dumps(evaluated.report, indent=2))
+        to_stdout(json.dumps(evaluated.report, indent=2) + "\n")
     else:
         print_eval(job, evaluated.report, evaluated.rows)
     for line in evaluated.summary_lines():

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from trinity_cli.cli.console import say, stderr
+from trinity_cli.cli.console import say, stderr, to_stdout
 from trinity_cli.core.verdicts import RUN_VERDICTS
 from trinity_cli.errors import ConfigError, UsageError
 
@@ -38,7 +38,8 @@ def show_summary(stored: StoredRun, json_out: bool) -> None:
             "id", "time", "command", "problem", "pool", "head", "settings", "usd", "error",
             "result",
         ]
-        print(json.dumps({**{k: row[k] for k in keys}, "verdict": stored.verdict}, indent=2))
+        shown = {**{k: row[k] for k in keys}, "verdict": stored.verdict}
+        to_stdout(json.dumps(shown, indent=2) + "\n")
     else:
         why = f" · {row['error']}" if row["error"] else ""
         say(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime
 from typing import Annotated
 
 import typer
 
-from trinity_cli.cli.console import say
+from trinity_cli.cli.console import say, to_stdout
 from trinity_cli.cli.log_access import (
     JsonList,
     RunsSince,
@@ -93,7 +92,7 @@ def logs(
     with opened() as log:
         runs = log.list_runs(count or 2**62, verdict=verdict, agent=agent, since=start)
     if json_out:
-        print(json.dumps(runs, indent=2))
+        to_stdout(json.dumps(runs, indent=2) + "\n")
     else:
         from trinity_cli.cli.tables import print_runs
 
@@ -114,9 +113,9 @@ def show(
     elif json_out:
         from trinity_cli.store.replay import rebuilt_json
 
-        print(json.dumps(stored.row["result"] or rebuilt_json(stored), indent=2))
+        to_stdout(json.dumps(stored.row["result"] or rebuilt_json(stored), indent=2) + "\n")
     else:
-        sys.stdout.write(redraw(stored) or "")
+        to_stdout(redraw(stored) or "")
     return 0
 
 
@@ -128,7 +127,7 @@ def stats(
     with opened() as log:
         rows = log.stats(start)
     if json_out:
-        print(json.dumps(rows, indent=2))
+        to_stdout(json.dumps(rows, indent=2) + "\n")
     else:
         from trinity_cli.cli.tables import print_stats
 

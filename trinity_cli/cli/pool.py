@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from trinity_cli.cli import options as opt
-from trinity_cli.cli.console import stderr
+from trinity_cli.cli.console import stderr, to_stdout
 from trinity_cli.heads.precedence import RULE
 
 HELP = (
@@ -54,7 +54,7 @@ def pool(
             "source": pool_cfg.source, "agents": agents, "policy": policy,
             "warnings": pool_cfg.warnings,
         }
-        print(json.dumps(report, indent=2))
+        to_stdout(json.dumps(report, indent=2) + "\n")
     else:
         stderr.print(agent_table(f"pool: {shown_source(pool_cfg.source)}", checks, profiles))
         stderr.print(
@@ -124,7 +124,7 @@ def show_bundled(json_out: bool) -> int:
             }
         )
     if json_out:
-        print(json.dumps({"pools": found, "task_sets": sets}, indent=2))
+        to_stdout(json.dumps({"pools": found, "task_sets": sets}, indent=2) + "\n")
         return 0
     table = Table(title="bundled recorded pools (--pool NAME)", title_justify="left")
     for column in ("pool", "task set", "models"):

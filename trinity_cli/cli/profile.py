@@ -10,7 +10,7 @@ import typer
 
 from trinity_cli.cli import options as opt
 from trinity_cli.cli.cluster_options import RayAddress, RayWorkers, check_ray_flags, runner_for
-from trinity_cli.cli.console import say_unless, stderr, warn
+from trinity_cli.cli.console import say_unless, stderr, to_stdout, warn
 
 HELP = """Measure each agent's profile for the universal head: its pass rate on N calibration tasks
 of the train split (the same tasks for every agent), a skill vector fitted on those tasks'
@@ -75,7 +75,7 @@ def profile(
             open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
         )
     if json_out:
-        print(json.dumps(result, indent=2))
+        to_stdout(json.dumps(result, indent=2) + "\n")
         return 0
     for name, p in result["agents"].items():
         skill = sum(x * x for x in p["skill"]) ** 0.5

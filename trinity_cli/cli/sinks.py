@@ -5,10 +5,9 @@ warnings of inputs cut to fit a context, and `solve_sinks`, which gathers a solv
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from trinity_cli.core.budget import Budget
 from trinity_cli.core.episode_json import decision_json, episode_json, turn_json
@@ -30,10 +29,10 @@ class JsonlWriter:
     """--jsonl: one event per line as it happens; the `final` event is the --json object."""
 
     def __init__(
-        self, stream: IO[str], agent_names: Sequence[str], suite: Any = None,
+        self, write: Callable[[str], None], agent_names: Sequence[str], suite: Any = None,
         budget: Budget | None = None,
     ) -> None:
-        self.stream = stream
+        self.write = write  # console.to_stdout, flushed line by line
         self.names = agent_names
         self.suite = suite
         self.budget = budget
@@ -55,8 +54,7 @@ class JsonlWriter:
             self._write({"event": "final", **final})
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(obj) + "\n")
-        self.stream.flush()
+        self.write(json.dumps(obj) + "\n")
 
 
 class CutWarnings:
@@ -88,7 +86,7 @@ def solve_sinks(
     (`show`; `searched`: the run looked for tests, so finding none is news), the --jsonl writer
     and the run log (`log`, unless TRINITY_NO_LOG; `settings`: what the log keeps besides the
     turn limit and the budget)."""
-    from trinity_cli.cli.console import stderr
+    from trinity_cli.cli.console import stderr, to_stdout
     from trinity_cli.cli.display import TurnDisplay
     from trinity_cli.cli.problem import display_header
     from trinity_cli.store.runlog import RunLogSink, disabled
@@ -101,7 +99,7 @@ def solve_sinks(
         header = display_header(solver.pool.source, source, tests, searched=searched)
         sinks.append(TurnDisplay(stderr, header, verbose))
     if jsonl:
-        sinks.append(JsonlWriter(sys.stdout, names, suite, budget))
+        sinks.append(JsonlWriter(to_stdout, names, suite, budget))
     if not disabled(not log):
         sinks.append(
             RunLogSink.start(

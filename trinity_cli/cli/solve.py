@@ -24,8 +24,8 @@ Example: trinity solve problem.md -v > answer.py
 
 Exit codes: 0 accepted; 2 usage or unreadable input; 3 configuration (pool, weights, keys,
 --offline); 4 provider error; 5 budget; 6 turn limit, no answer or tests failed; 130
-interrupted; 141 stdout closed before the answer was written; 1 bug. A closed stderr only
-silences the display.
+interrupted; 141 stdout could not take the answer (its reader stopped, it was closed, a full
+disk); 1 bug. A closed stderr only silences the display.
 
 Execution check: with --tests FILE (plain asserts or test_* functions; or a .json list of
 {"input": ..., "output": ...} stdin/stdout cases), or else the problem's doctest examples (>>>
@@ -49,7 +49,6 @@ EXIT_CODES = {
     "accepted": 0, "provider_error": 4, "budget": 5, "turn_limit": 6, "no_answer": 6,
     "tests_failed": 6, "interrupted": 130,
 }
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: whoever read stdout stopped reading
 
 
 def solve(
@@ -131,8 +130,7 @@ def solve(
         output = json.dumps(episode_json(result, solver.pool.names, suite, budget), indent=2) + "\n"
     else:
         output = "" if jsonl_out else result.answer or ""
-    if not console.to_stdout(output):
-        return EXIT_BROKEN_PIPE
+    console.to_stdout(output)
     if result.error and not quiet:
         console.say(f"error: {result.error}")
     overrun = budget.overrun_warning()

@@ -152,10 +152,12 @@ def numerics_mismatches(meta: dict[str, Any], numerics: dict[str, Any]) -> list[
 def _cpu_features(recorded: Any, here: str) -> str:
     """The kernels' features that differ, not the two whole lists (a dozen names each)."""
     theirs, ours = set(str(recorded or "").split(",")) - {""}, set(here.split(",")) - {""}
-    return (
-        f"cpu_features: the head's CPU had {', '.join(sorted(theirs - ours)) or 'nothing more'}, "
-        f"this one has {', '.join(sorted(ours - theirs)) or 'nothing more'}"
-    )
+    sides = []
+    if theirs - ours:
+        sides.append(f"the head's CPU had {', '.join(sorted(theirs - ours))}, which this one lacks")
+    if ours - theirs:
+        sides.append(f"this one has {', '.join(sorted(ours - theirs))}, which the head's lacked")
+    return f"cpu_features: {'; '.join(sides)}"
 
 
 def _show(value: Any) -> str:
