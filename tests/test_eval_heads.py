@@ -76,6 +76,12 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     assert not (workdir / "out" / "eval-curve-2.csv").exists()
     assert (workdir / "out" / "eval-curve-3.csv").read_bytes().startswith(b"policy,kind,")
     assert f"wrote {Path('out') / 'eval-curve-3.csv'}" in again.stderr
+    (workdir / "notes.txt").write_text("mine")  # a file where the curve goes: refused at once
+    refused = trinity("eval", *flags, "--weights", "heads", "--out-dir", "notes.txt", "--dry-run")
+    assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.endswith(
+        "error: --out-dir notes.txt is a file: the heads' curve goes in a folder\n"
+    )
+    assert (workdir / "notes.txt").read_text() == "mine"
     one = json.loads(trinity("eval", *flags, "--weights", "heads/w0.npz").stdout)
     assert one["rows"][0]["policy"] == "trained" and "curve" not in one
     assert not (workdir / "eval-curve.csv").exists()  # one head: no curve written

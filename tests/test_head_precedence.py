@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.cli import EXAMPLES, SIM_POOL, trinity
+from support.cli import EXAMPLES, SIM_POOL, assert_clean_failure, trinity
 from support.tasks import write_tasks
 
 from trinity_cli.errors import ConfigError
@@ -192,6 +192,14 @@ def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
         (workdir / "h.ckpt").write_bytes(kept)
         result = trinity(*flags)
         assert result.returncode == 3 and said in result.stderr, result.stderr
+        assert (workdir / "h.ckpt").read_bytes() == kept
+    # --resume says which: a damaged checkpoint, or another file
+    for kept, said in (
+        (pickle.dumps({"version": 1})[:-3], "h.ckpt cannot be read: it is damaged"),
+        (b"my notes", "h.ckpt cannot be read: it is no checkpoint train wrote"),
+    ):
+        (workdir / "h.ckpt").write_bytes(kept)
+        assert_clean_failure(trinity(*flags, "--resume"), 3, f"error: --resume: {said}")
         assert (workdir / "h.ckpt").read_bytes() == kept
 
 

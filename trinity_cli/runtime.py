@@ -256,7 +256,7 @@ def check_offline(pool: Pool) -> None:
     if remote:
         raise ConfigError(
             f"--offline: agents {', '.join(remote)} need the network (use provider "
-            '"local" or a loopback base_url)'
+            '"local", "replay" or "sim", or a loopback base_url)'
         )
 
 

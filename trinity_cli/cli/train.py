@@ -139,7 +139,7 @@ def train(
             open_runner=runner_for(ray, ray_workers, job.all_tasks, quiet=quiet),
         )
     except KeyboardInterrupt:
-        say_always(interrupted_note(out))
+        say_always(interrupted_note(out, cached=not no_cache))
         raise
     for line in trained.summary_lines():
         say(line)

@@ -31,20 +31,31 @@ def save(path: Path, state: dict[str, Any]) -> None:
 
 
 def load(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            state = pickle.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"--resume: no checkpoint at {path}") from None
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"--resume: checkpoint {path} is unreadable: {exc}") from None
-    if not isinstance(state, dict) or state.get("version") != VERSION:
-        raise ConfigError(f"--resume: checkpoint {path} has an unknown format")
+    """The state saved at `path`, refused when made with other settings than `fingerprint`."""
+    state = read(path)
     if state.get("fingerprint") != fingerprint:
         changed = [k for k in fingerprint if state.get("fingerprint", {}).get(k) != fingerprint[k]]
         raise ConfigError(
             f"--resume: checkpoint {path} was made with other settings ({', '.join(changed)})"
         )
+    return state
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The state saved at `path`, whatever its settings (plan_job checks this much before any
+    work); every way it can fail is a ConfigError."""
+    try:
+        with open(path, "rb") as handle:
+            state = pickle.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"--resume: no checkpoint at {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"--resume: {path} cannot be read: {exc.strerror or exc}") from None
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+        what = "it is damaged" if written_by_train(path) else "it is no checkpoint train wrote"
+        raise ConfigError(f"--resume: {path} cannot be read: {what}") from None
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise ConfigError(f"--resume: checkpoint {path} has an unknown format")
     return state
 
 
@@ -83,14 +94,13 @@ def unfinished(out: Path) -> bool:
     )
 
 
-def interrupted_note(out: Path) -> str:
+def interrupted_note(out: Path, cached: bool = True) -> str:
     """What a user stopping `train` (Ctrl-C) keeps, and how to go on."""
     if unfinished(out):
         return (
             f"{checkpoint_path(out)} keeps every generation done: the same command with "
             f"--out {out} --resume continues it"
         )
-    return (
-        "stopped before the first generation ended: nothing to resume (the turns made so far "
-        "are cached, so running it again is quicker)"
+    return "stopped before the first generation ended: nothing to resume" + (
+        " (the turns made so far are cached, so running it again is quicker)" if cached else ""
     )

@@ -19,6 +19,7 @@ from trinity_cli.pool.spec import Pool
 from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
 from trinity_cli.tasks.taskset import Task, gradable, load_tasks, select_split
+from trinity_cli.train import checkpoint
 from trinity_cli.train.checkpoint import checkpoint_path, unfinished, written_by_train
 from trinity_cli.train.crossval import CrossValidation, starts
 from trinity_cli.train.curves import plot_training_curve, write_training_curve
@@ -75,8 +76,8 @@ def plan_job(
     folder = next(p for p in (out.parent.absolute(), *out.parent.absolute().parents) if p.exists())
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out}: cannot write in {folder}")
-    if resume and not checkpoint_path(out).exists():
-        raise ConfigError(f"--resume: no checkpoint at {checkpoint_path(out)}")
+    if resume:
+        checkpoint.read(checkpoint_path(out))  # there, and a checkpoint
     if not resume and unfinished(out):
         if not written_by_train(checkpoint_path(out)):
             raise ConfigError(
