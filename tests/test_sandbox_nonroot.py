@@ -583,6 +583,7 @@ def test_paths_a_user_may_not_enter_are_one_line_errors_not_bugs(plants):
         "pool": ["pool", "--pool", f"{closed}/pool.toml"],
         "weights": ["solve", "--weights", f"{closed}/h.npz", "-"],
         "train": ["train", "--folds", "0", "--out", f"{closed}/h.npz"],
+        "train, a folder it cannot make": ["train", "--folds", "0", "--out", f"{closed}-new/h.npz"],
         "logs": ["logs"],
     }
     for name, argv in commands.items():
@@ -601,5 +602,8 @@ def test_paths_a_user_may_not_enter_are_one_line_errors_not_bugs(plants):
         exit_code = 3 if name == "logs" else 2
         assert done.returncode == exit_code and len(lines) == 1, (name, done.returncode, lines)
         assert lines[0].startswith("error: ") and closed in lines[0], (name, lines)
-        assert "Permission denied" in lines[0] or "cannot write in" in lines[0], (name, lines)
+        why = "does not exist and cannot be made in" if name.endswith("make") else (
+            "Permission denied" if name != "train" else "cannot write in"
+        )
+        assert why in lines[0], (name, lines)
         assert "move it aside" not in lines[0], lines

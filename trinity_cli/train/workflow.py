@@ -74,8 +74,14 @@ def plan_job(
     the files of an earlier one; `note` hears what is left out)."""
     # all before minutes of cross-validation
     folder = next(p for p in (out.parent.absolute(), *out.parent.absolute().parents) if p.exists())
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {out}: cannot write in {folder}")
+    if not folder.is_dir():
+        raise UsageError(f"--out {out}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"--out {out}: {out.parent} does not exist and cannot be made in {folder}"
+            if out.parent.absolute() != folder
+            else f"--out {out}: cannot write in {folder}"
+        )
     if resume:
         checkpoint.read(checkpoint_path(out))  # there, and a checkpoint
     if not resume and unfinished(out):
