@@ -19,8 +19,7 @@ from trinity_cli.pool.spec import Pool
 from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
 from trinity_cli.tasks.taskset import Task, gradable, load_tasks, select_split
-from trinity_cli.train import checkpoint
-from trinity_cli.train.checkpoint import checkpoint_path, unfinished, written_by_train
+from trinity_cli.train.checkpoint import checkpoint_path, read, unfinished, written_by_train
 from trinity_cli.train.crossval import CrossValidation, starts
 from trinity_cli.train.curves import plot_training_curve, write_training_curve
 from trinity_cli.train.es import IMITATE, TrainResult, TrainSettings, new_forest, train
@@ -83,8 +82,8 @@ def plan_job(
             else f"--out {out}: cannot write in {folder}"
         )
     if resume:
-        checkpoint.read(checkpoint_path(out))  # there, and a checkpoint
-    if not resume and unfinished(out):
+        read(checkpoint_path(out))  # there, and a checkpoint
+    elif unfinished(out):
         if not written_by_train(checkpoint_path(out)):
             raise ConfigError(
                 f"{checkpoint_path(out)} is in the way and is no checkpoint train wrote: move it "
