@@ -139,12 +139,13 @@ def run_in_mode(
     work = None if mode in JAILS else Path(tempfile.mkdtemp(prefix="trinity-work-"))
     base_python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     rel = os.path.relpath(base_python, sys.base_prefix)
+    uid = candidate_uid() if is_root and mode != "rlimits" else None
     config = {
         "mode": mode, "prefix": sys.base_prefix, "python": base_python,
         "python_rel": None if rel.startswith("..") else rel,
         "hide": [*HIDDEN_DIRS, os.path.expanduser("~")],
         "work": "/tmp/work" if work is None else str(work),
-        "drop_uid": candidate_uid() if is_root and mode != "rlimits" else None,
+        "drop_uid": uid,
         "stdin": None if stdin is None else STDIN_FILE,
         "nest_user": mode == "namespaces" and not is_root,
         "limits": {
@@ -184,6 +185,8 @@ def run_in_mode(
                 returncode = None
             finally:
                 _kill_group(child, namespace=mode in JAILS)
+                if mode == "uid-drop" and uid is not None and uid != NOBODY:
+                    _kill_uid(uid, base_python)
         return ExecResult(returncode, _head(scratch / "stdout"), _head(scratch / "stderr"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -304,6 +307,17 @@ def _kill_group(child: subprocess.Popen, namespace: bool) -> None:
             time.sleep(0.01)
 
 
+def _kill_uid(uid: int, python: str) -> None:
+    """SIGKILL every process of `uid`, a candidate's own (uid-drop has no PID namespace to end
+    those that left the process group): kill(-1) made as that uid signals exactly its
+    processes, itself aside."""
+    subprocess.run(
+        [python, "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
+        user=uid, group=uid, extra_groups=[], env=HOST_ENV, cwd="/", check=False,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
 def _children(pid: int) -> list[int]:
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -413,8 +427,15 @@ def _describe(mode: str, is_root: bool) -> tuple[tuple[str, ...], tuple[str, ...
         signalled = "none can be signalled" if own else "those of uid 65534 can be signalled"
         not_isolated += [
             "network", f"other processes are visible ({signalled})",
-            "world-readable files can be read, world-writable directories (/tmp) written", _LEAVERS,
+            "world-readable files can be read, world-writable directories (/tmp) written",
         ]
+        if own:
+            isolated.append(
+                "processes that leave the process group die with it: every process of its uid "
+                "is killed when it ends"
+            )
+        else:
+            not_isolated.append(_LEAVERS)
     else:
         if linux:
             isolated.append("no capabilities and no_new_privs")
