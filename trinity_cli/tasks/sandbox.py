@@ -310,12 +310,15 @@ def _kill_group(child: subprocess.Popen, namespace: bool) -> None:
 def _kill_uid(uid: int, python: str) -> None:
     """SIGKILL every process of `uid`, a candidate's own (uid-drop has no PID namespace to end
     those that left the process group): kill(-1) made as that uid signals exactly its
-    processes, itself aside."""
-    subprocess.run(
-        [python, "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
-        user=uid, group=uid, extra_groups=[], env=HOST_ENV, cwd="/", check=False,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    processes, itself aside. Where that uid cannot run Python, no candidate of it ran either."""
+    try:
+        subprocess.run(
+            [python, "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
+            user=uid, group=uid, extra_groups=[], env=HOST_ENV, cwd="/", check=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        pass
 
 
 def _children(pid: int) -> list[int]:
