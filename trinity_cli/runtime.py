@@ -213,8 +213,9 @@ def warn_if_other_numerics(
     )
     if differences:
         warn(
-            f"the head {shown_head(choice.source)} was trained on hidden states made with "
-            f"other numerics: {'; '.join(differences)}; its decisions here may differ slightly"
+            f"the head {shown_head(choice.source)} was trained on coordinator states computed "
+            f"elsewhere ({'; '.join(differences)}): states here may differ in their last bits, "
+            "so a few of its decisions may differ (nothing to do unless they matter to you)"
         )
 
 

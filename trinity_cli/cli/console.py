@@ -7,6 +7,7 @@ drops only the colours (bold and dim stay), and FORCE_COLOR would still style a 
 import os
 import sys
 from collections.abc import Callable
+from typing import IO, cast
 
 from rich.console import Console
 
@@ -33,12 +34,31 @@ def _reopen_closed_standard_fds() -> None:
 _reopen_closed_standard_fds()
 
 
-class _StderrConsole(Console):
-    def on_broken_pipe(self) -> None:
-        """stderr went away (`2>&1 | head`, a reader that stopped): say nothing more there and
-        let the run go on, its answer to stdout. (Rich's own would point stdout at /dev/null and
-        exit 1.)"""
-        self.quiet = True
+class _Stderr:
+    """What the console writes to: sys.stderr as it is at each write, except that a write that
+    fails (a reader that stopped, `2>&1 | head`; a full disk behind `2> log`) silences the
+    display from then on instead of ending the run, whose answer goes to stdout."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        if not self.failed:
+            try:
+                return sys.stderr.write(text)
+            except OSError:
+                self.failed = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.failed:
+            try:
+                sys.stderr.flush()
+            except OSError:
+                self.failed = True
+
+    def __getattr__(self, name: str) -> object:  # isatty, fileno, encoding: sys.stderr's
+        return getattr(sys.stderr, name)
 
 
 PIPE_WIDTH = 200  # a table's widest line into a file or pipe: Rich's 80 would cut it
@@ -49,11 +69,12 @@ def _console() -> Console:
     unless COLUMNS says otherwise; a terminal's width is its own."""
     piped = not sys.stderr.isatty() and not os.environ.get("COLUMNS")
     width = PIPE_WIDTH if piped else None
+    file = cast(IO[str], _Stderr())
     if not os.environ.get("NO_COLOR"):
-        return _StderrConsole(stderr=True, highlight=False, soft_wrap=True, width=width)
+        return Console(file=file, highlight=False, soft_wrap=True, width=width)
     environ = {key: value for key, value in os.environ.items() if key != "FORCE_COLOR"}
-    return _StderrConsole(
-        stderr=True, highlight=False, soft_wrap=True, width=width, color_system=None,
+    return Console(
+        file=file, highlight=False, soft_wrap=True, width=width, color_system=None,
         _environ=environ,
     )
 
