@@ -5,6 +5,7 @@ states the rule quoting that copy."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -193,14 +194,20 @@ def test_a_fresh_train_never_overwrites_an_unfinished_checkpoint(workdir):
         result = trinity(*flags)
         assert result.returncode == 3 and said in result.stderr, result.stderr
         assert (workdir / "h.ckpt").read_bytes() == kept
-    # --resume says which: a damaged checkpoint, or another file
+    class Planted:  # a pickle that runs code of its choosing when loaded
+        def __reduce__(self):
+            return os.makedirs, (str(workdir / "planted"),)
+
+    # --resume says which: a damaged checkpoint, another file, or one that would run code
     for kept, said in (
         (pickle.dumps({"version": 1})[:-3], "h.ckpt cannot be read: it is damaged"),
         (b"my notes", "h.ckpt cannot be read: it is no checkpoint train wrote"),
+        (pickle.dumps({"version": 1, "x": Planted()}), "h.ckpt is refused: it holds os.makedirs"),
     ):
         (workdir / "h.ckpt").write_bytes(kept)
         assert_clean_failure(trinity(*flags, "--resume"), 3, f"error: --resume: {said}")
         assert (workdir / "h.ckpt").read_bytes() == kept
+    assert not (workdir / "planted").exists()
 
 
 def test_a_fresh_train_replaces_an_earlier_runs_files_only_with_force(workdir, home):

@@ -14,6 +14,30 @@ from typing import Any
 from trinity_cli.errors import ConfigError
 
 VERSION = 1
+# Every class a checkpoint holds (`save`'s state): unpickling any other global could run code of
+# the file's choosing, so `read` refuses it.
+HELD = {
+    ("cmaes._sepcma", "SepCMA"), ("numpy", "dtype"), ("numpy", "ndarray"),
+    *(
+        (module, name)
+        for module in ("numpy.core.multiarray", "numpy._core.multiarray")  # numpy 1 and 2
+        for name in ("_reconstruct", "scalar")
+    ),
+    *(("trinity_cli.core.head", name) for name in ("LinearHead", "UniversalHead", "PlanPolicy")),
+    ("trinity_cli.core.roles", "Role"), ("trinity_cli.train.es", "Start"),
+    ("trinity_cli.train.fixed", "FixedPlan"),
+}
+
+
+class _Foreign(pickle.UnpicklingError):
+    pass
+
+
+class _CheckpointUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in HELD:
+            raise _Foreign(f"it holds {module}.{name}, which no checkpoint does")
+        return super().find_class(module, name)
 
 
 def checkpoint_path(out: Path) -> Path:
@@ -46,12 +70,17 @@ def read(path: Path) -> dict[str, Any]:
     work); every way it can fail is a ConfigError."""
     try:
         with open(path, "rb") as handle:
-            state = pickle.load(handle)
+            state = _CheckpointUnpickler(handle).load()
     except FileNotFoundError:
         raise ConfigError(f"--resume: no checkpoint at {path}") from None
     except OSError as exc:
         raise ConfigError(f"--resume: {path} cannot be read: {exc.strerror or exc}") from None
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+    except _Foreign as exc:
+        raise ConfigError(f"--resume: {path} is refused: {exc}") from None
+    except (  # what rebuilding an allowed state from other bytes raises
+        pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError,
+        IndexError, KeyError,
+    ):
         what = "it is damaged" if written_by_train(path) else "it is no checkpoint train wrote"
         raise ConfigError(f"--resume: {path} cannot be read: {what}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:
