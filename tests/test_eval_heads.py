@@ -77,10 +77,16 @@ def test_several_heads_are_rows_of_one_run_with_their_cost_curve(workdir):
     assert (workdir / "out" / "eval-curve-3.csv").read_bytes().startswith(b"policy,kind,")
     assert f"wrote {Path('out') / 'eval-curve-3.csv'}" in again.stderr
     (workdir / "notes.txt").write_text("mine")  # a file where the curve goes: refused at once
-    refused = trinity("eval", *flags, "--weights", "heads", "--out-dir", "notes.txt", "--dry-run")
-    assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.endswith(
-        "error: --out-dir notes.txt is a file: the heads' curve goes in a folder\n"
-    )
+    (workdir / "gone").symlink_to(workdir / "nowhere")
+    for out_dir, why in (
+        ("notes.txt", f"{workdir / 'notes.txt'} is a file, not a folder"),
+        ("notes.txt/sub", f"{workdir / 'notes.txt'} is a file, not a folder"),
+        ("gone", f"{workdir / 'gone'} is a link to nothing"),
+    ):
+        refused = trinity("eval", *flags, "--weights", "heads", "--out-dir", out_dir, "--dry-run")
+        assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.endswith(
+            f"error: --out-dir {out_dir}: {why}\n"
+        ), refused.stderr
     assert (workdir / "notes.txt").read_text() == "mine"
     one = json.loads(trinity("eval", *flags, "--weights", "heads/w0.npz").stdout)
     assert one["rows"][0]["policy"] == "trained" and "curve" not in one

@@ -102,7 +102,7 @@ def eval_command(
 ) -> int:
     from trinity_cli.cli.dry_run import print_eval_plan
     from trinity_cli.cli.tables import print_eval
-    from trinity_cli.errors import UsageError
+    from trinity_cli.paths import check_writable_folder
     from trinity_cli.runtime import load_run_pool
     from trinity_cli.train.evaluation import evaluate_and_report, plan_eval
 
@@ -112,8 +112,8 @@ def eval_command(
         max_turns=max_turns, cost_weight=cost_weight, baselines=baselines, sample=sample, seed=seed,
         budget_usd=budget_usd, note=say, warn=warn,
     )
-    if len(job.heads) > 1 and out_dir.exists() and not out_dir.is_dir():  # before any work
-        raise UsageError(f"--out-dir {out_dir} is a file: the heads' curve goes in a folder")
+    if len(job.heads) > 1:  # their curve is written there, after all the work
+        check_writable_folder(out_dir, f"--out-dir {out_dir}")
     if dry_run:
         print_eval_plan(job)
         return 0

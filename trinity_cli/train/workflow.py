@@ -4,7 +4,6 @@ episodes are played (a Ray cluster or here)."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -15,6 +14,7 @@ from trinity_cli.core.budget import Budget
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
 from trinity_cli.heads.files import metadata_for, plan_path, save_head, sidecar
+from trinity_cli.paths import check_writable_folder
 from trinity_cli.pool.spec import Pool
 from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
@@ -72,15 +72,7 @@ def plan_job(
     the checkpoint beside `out`, which is refused otherwise; `force`: a fresh run may replace
     the files of an earlier one; `note` hears what is left out)."""
     # all before minutes of cross-validation
-    folder = next(p for p in (out.parent.absolute(), *out.parent.absolute().parents) if p.exists())
-    if not folder.is_dir():
-        raise UsageError(f"--out {out}: {folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"--out {out}: {out.parent} does not exist and cannot be made in {folder}"
-            if out.parent.absolute() != folder
-            else f"--out {out}: cannot write in {folder}"
-        )
+    check_writable_folder(out.parent, f"--out {out}")
     if resume:
         read(checkpoint_path(out))  # there, and a checkpoint
     elif unfinished(out):
