@@ -527,6 +527,16 @@ def test_a_stdout_that_cannot_take_the_output_is_exit_141_and_one_line(workdir, 
             )
         assert result.returncode == 141
         assert result.stderr == "error: cannot write to stdout: No space left on device\n"
+        with open("/dev/full", "w") as full:  # a command that writes nothing there is unaffected
+            quiet = subprocess.run(
+                [TRINITY, "pool", "--list"], stdout=full,
+                stderr=subprocess.DEVNULL, check=False,
+            )
+            version = subprocess.run(
+                [TRINITY, "--version"], stdout=full, stderr=subprocess.PIPE, text=True,
+                check=False,
+            )
+        assert quiet.returncode == 0 and version.returncode == 141, version.stderr
 
     def closed(fd: int):
         return lambda: os.close(fd)  # in the child, before exec: `>&-` / `2>&-`

@@ -47,7 +47,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        print(f"trinity {__version__}")
+        to_stdout(f"trinity {__version__}\n")
         raise typer.Exit(0)
 
 
@@ -108,7 +108,6 @@ def _usage_line(exc: Exception) -> str:
 def main() -> None:
     try:
         code = app(standalone_mode=False)
-        to_stdout("")  # what print() left in stdout's buffer: lost output is exit 141, not a bug
     except TrinityError as exc:
         if exc.message:  # a stopped reader of stdout is said by no message
             stderr.print(f"error: {exc.message}", markup=False, highlight=False)

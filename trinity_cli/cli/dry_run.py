@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from trinity_cli.cli.console import to_stdout
+
 if TYPE_CHECKING:
     from trinity_cli.train.evaluation import EvalJob
     from trinity_cli.train.workflow import TrainJob
+
+
+def say(line: str) -> None:
+    to_stdout(line + "\n")
 
 
 def print_plan(job: TrainJob) -> None:
@@ -19,15 +25,15 @@ def print_plan(job: TrainJob) -> None:
     batch = len(tasks) if settings.batch_size is None else min(settings.batch_size, len(tasks))
     search, folded = plan.parts.get("search", 0), plan.parts.get("cross-validation", 0)
     each = f" for each of {starts} starts" if starts > 1 else ""
-    print(
+    say(
         f"episodes: {plan.episodes} (best-fixed and the start {plan.parts.get('best-fixed', 0)}; "
         f"the search {search}; cross-validation {folded}, --folds {folds}{each})"
     )
-    print(
+    say(
         f"search: {search} episodes ({settings.generations} generations × {settings.popsize} "
         f"candidates × {batch} tasks, then the head on the {len(tasks)} training tasks)"
     )
-    print(
+    say(
         f"agent calls: at most {plan.calls} (episodes × their turn limit; each distinct turn is "
         "made once, and cached replies make none)"
     )
@@ -48,8 +54,8 @@ def print_eval_plan(job: EvalJob) -> None:
             if row == "best-fixed"
             else ""
         )
-        print(f"{row}: {episodes} episodes{what}")
-    print(
+        say(f"{row}: {episodes} episodes{what}")
+    say(
         f"episodes: {plan.episodes}; agent calls: at most {plan.calls} (episodes × their turn "
         "limit; cached replies make none)"
     )
@@ -58,12 +64,12 @@ def print_eval_plan(job: EvalJob) -> None:
 
 def print_cost(plan: Any, budget_usd: float | None, what: str) -> None:
     if plan.worst_usd is None:
-        print(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
+        say(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
     else:
-        print(
+        say(
             f"worst case: ${plan.worst_usd:.4f} (an upper bound: every call at max_tokens, the "
             "longest prompt the transcript allows, every retry billed)"
         )
     if budget_usd is not None:
-        print(f"--budget-usd: the {what} stops before spend could exceed ${budget_usd:g}")
-    print("dry run: nothing was called or written")
+        say(f"--budget-usd: the {what} stops before spend could exceed ${budget_usd:g}")
+    say("dry run: nothing was called or written")
