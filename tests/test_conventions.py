@@ -97,7 +97,7 @@ def test_offline_train_and_eval_refuse_remote_agents(workdir, command, monkeypat
     monkeypatch.setenv("DUMMY_KEY", "sk-dummy")  # a usable key: only --offline can refuse
     (workdir / "remote.toml").write_text(REMOTE_POOL)
     result = trinity(*command, "--pool", "remote.toml", "--offline", timeout=60)
-    assert_clean_failure(result, 3, "--offline: agents gpt need the network")
+    assert_clean_failure(result, 3, "--offline: agent gpt needs the network")
     assert list(workdir.iterdir()) == [workdir / "remote.toml"]
 
 

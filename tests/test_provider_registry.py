@@ -71,7 +71,7 @@ def test_a_new_provider_works_everywhere_from_its_registry_line(echo, server, mo
         check_prices(pool)
     # --offline: the remote one is refused, the loopback one is not
     assert not is_offline(far) and is_offline(near)
-    with pytest.raises(ConfigError, match="--offline: agents far need the network"):
+    with pytest.raises(ConfigError, match="--offline: agent far needs the network"):
         check_offline(pool)
     assert network_bound(pool)  # Ray sizes its workers for network waits
     # built as declared: retried, remote, priced

@@ -256,7 +256,8 @@ def check_offline(pool: Pool) -> None:
     remote = [a.name for a in pool.agents if not is_offline(a)]
     if remote:
         raise ConfigError(
-            f"--offline: agents {', '.join(remote)} need the network (use provider "
+            f"--offline: {'agents' if len(remote) > 1 else 'agent'} {', '.join(remote)} "
+            f"{'need' if len(remote) > 1 else 'needs'} the network (use provider "
             '"local", "replay" or "sim", or a loopback base_url)'
         )
 

@@ -207,7 +207,7 @@ def train_and_save(
         say(
             f"writing {out}; first best-fixed, the start: every plan of Worker answers with the "
             f"cheapest Verifier between them, on {len(job.train_tasks)} training tasks (each turn "
-            "made and graded once; quick on a rerun)"
+            f"made and graded once{'' if no_cache else '; quick on a rerun'})"
         )
     validation: CrossValidation | None = None
     validations: dict[str, CrossValidation] = {}
