@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from trinity_cli.train.workflow import TrainJob
 
 
-def say(line: str) -> None:
+def line_out(line: str) -> None:
     to_stdout(line + "\n")
 
 
@@ -25,15 +25,15 @@ def print_plan(job: TrainJob) -> None:
     batch = len(tasks) if settings.batch_size is None else min(settings.batch_size, len(tasks))
     search, folded = plan.parts.get("search", 0), plan.parts.get("cross-validation", 0)
     each = f" for each of {starts} starts" if starts > 1 else ""
-    say(
+    line_out(
         f"episodes: {plan.episodes} (best-fixed and the start {plan.parts.get('best-fixed', 0)}; "
         f"the search {search}; cross-validation {folded}, --folds {folds}{each})"
     )
-    say(
+    line_out(
         f"search: {search} episodes ({settings.generations} generations × {settings.popsize} "
         f"candidates × {batch} tasks, then the head on the {len(tasks)} training tasks)"
     )
-    say(
+    line_out(
         f"agent calls: at most {plan.calls} (episodes × their turn limit; each distinct turn is "
         "made once, and cached replies make none)"
     )
@@ -54,8 +54,8 @@ def print_eval_plan(job: EvalJob) -> None:
             if row == "best-fixed"
             else ""
         )
-        say(f"{row}: {episodes} episodes{what}")
-    say(
+        line_out(f"{row}: {episodes} episodes{what}")
+    line_out(
         f"episodes: {plan.episodes}; agent calls: at most {plan.calls} (episodes × their turn "
         "limit; cached replies make none)"
     )
@@ -64,12 +64,12 @@ def print_eval_plan(job: EvalJob) -> None:
 
 def print_cost(plan: Any, budget_usd: float | None, what: str) -> None:
     if plan.worst_usd is None:
-        say(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
+        line_out(f"worst case: unknown (no prices in the pool) for {', '.join(plan.unpriced)}")
     else:
-        say(
+        line_out(
             f"worst case: ${plan.worst_usd:.4f} (an upper bound: every call at max_tokens, the "
             "longest prompt the transcript allows, every retry billed)"
         )
     if budget_usd is not None:
-        say(f"--budget-usd: the {what} stops before spend could exceed ${budget_usd:g}")
-    say("dry run: nothing was called or written")
+        line_out(f"--budget-usd: the {what} stops before spend could exceed ${budget_usd:g}")
+    line_out("dry run: nothing was called or written")
