@@ -279,7 +279,7 @@ def test_offline_refuses_remote_agents_and_missing_keys_exit_3(workdir):
     )
     assert_clean_failure(
         trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--offline"), 3,
-        "--offline: agents gpt",
+        "--offline: agent gpt needs the network",
     )
     assert_clean_failure(
         trinity("solve", str(PROBLEM), "--pool", "remote.toml", "--weights", "none"), 3,

@@ -48,21 +48,19 @@ def shipped(name: str) -> Path:
     return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / name
 
 
-def check_writable_folder(folder: Path, said: str) -> None:
-    """Refuse, before any work, a folder a run will write in (made if missing) that it cannot
-    be: a file or a link to nothing on its path, or no permission where it would be made.
-    `said` opens the message (the flag and its value)."""
-    from trinity_cli.errors import UsageError
-
+def unwritable(folder: Path) -> str | None:
+    """Why a run could not write in `folder` (made if missing), or None: a file or a link to
+    nothing on its path, or no permission where it would be made. Checked before any work."""
     target = folder.absolute()
     existing = next(p for p in (target, *target.parents) if p.exists() or p.is_symlink())
     if not existing.exists():
-        raise UsageError(f"{said}: {existing} is a link to nothing")
+        return f"{existing} is a link to nothing"
     if not existing.is_dir():
-        raise UsageError(f"{said}: {existing} is a file, not a folder")
+        return f"{existing} is a file, not a folder"
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"{said}: cannot write in {existing}"
+        return (
+            f"cannot write in {existing}"
             if existing == target
-            else f"{said}: {folder} does not exist and cannot be made in {existing}"
+            else f"{folder} does not exist and cannot be made in {existing}"
         )
+    return None

@@ -102,7 +102,8 @@ def eval_command(
 ) -> int:
     from trinity_cli.cli.dry_run import print_eval_plan
     from trinity_cli.cli.tables import print_eval
-    from trinity_cli.paths import check_writable_folder
+    from trinity_cli.errors import UsageError
+    from trinity_cli.paths import unwritable
     from trinity_cli.runtime import load_run_pool
     from trinity_cli.train.evaluation import evaluate_and_report, plan_eval
 
@@ -112,8 +113,9 @@ def eval_command(
         max_turns=max_turns, cost_weight=cost_weight, baselines=baselines, sample=sample, seed=seed,
         budget_usd=budget_usd, note=say, warn=warn,
     )
-    if len(job.heads) > 1:  # their curve is written there, after all the work
-        check_writable_folder(out_dir, f"--out-dir {out_dir}")
+    why = unwritable(out_dir) if len(job.heads) > 1 else None  # the heads' curve goes there
+    if why is not None:
+        raise UsageError(f"--out-dir {out_dir}: {why}")
     if dry_run:
         print_eval_plan(job)
         return 0

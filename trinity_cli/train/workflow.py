@@ -14,7 +14,7 @@ from trinity_cli.core.budget import Budget
 from trinity_cli.core.head import PlanPolicy
 from trinity_cli.errors import BudgetExceeded, ConfigError, UsageError
 from trinity_cli.heads.files import metadata_for, plan_path, save_head, sidecar
-from trinity_cli.paths import check_writable_folder
+from trinity_cli.paths import unwritable
 from trinity_cli.pool.spec import Pool
 from trinity_cli.runtime import Run, RunnerFactory, backbone_of, build_run, play_here
 from trinity_cli.store.runlog import disabled, summary_row
@@ -72,7 +72,9 @@ def plan_job(
     the checkpoint beside `out`, which is refused otherwise; `force`: a fresh run may replace
     the files of an earlier one; `note` hears what is left out)."""
     # all before minutes of cross-validation
-    check_writable_folder(out.parent, f"--out {out}")
+    why = unwritable(out.parent)
+    if why is not None:
+        raise UsageError(f"--out {out}: {why}")
     if resume:
         read(checkpoint_path(out))  # there, and a checkpoint
     elif unfinished(out):
