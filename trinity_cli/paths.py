@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -64,3 +65,11 @@ def unwritable(folder: Path) -> str | None:
             else f"{folder} does not exist and cannot be made in {existing}"
         )
     return None
+
+
+def numbered(stem: str) -> Iterator[str]:
+    """`stem`, `stem-2`, `stem-3`, …: the names a run tries in turn for a file that must not
+    replace an earlier one."""
+    yield stem
+    for n in range(2, 10_000):
+        yield f"{stem}-{n}"

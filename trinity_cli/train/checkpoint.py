@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trinity_cli.errors import ConfigError
+from trinity_cli.paths import numbered
 
 VERSION = 1
 # Every class a checkpoint holds (`save`'s state): unpickling any other global could run code of
@@ -97,7 +98,7 @@ def default_out(pool_source: str, tasks: str, resume: bool) -> Path:
     base = (
         f"{'default' if pool_source == BUILTIN_POOL else Path(pool_source).stem}-{Path(tasks).stem}"
     )
-    names = [user_heads_dir() / f"{base}{'' if n == 1 else f'-{n}'}.npz" for n in range(1, 10_000)]
+    names = [user_heads_dir() / f"{stem}.npz" for stem in numbered(base)]
     if resume:
         started = [n for n in names if checkpoint_path(n).exists()]
         if not started:

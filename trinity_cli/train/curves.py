@@ -8,6 +8,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from trinity_cli.paths import numbered
+
 
 def pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend, or None without the `plot` extra."""
@@ -56,10 +58,9 @@ def write_quality_cost_curve(
     do not exist, so an earlier eval's curve is never replaced."""
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = {point["head"]: point["cost_weight"] for point in curve}
-    stems = (f"eval-curve{'' if n == 1 else f'-{n}'}" for n in range(1, 10_000))
     path, picture = next(
         (csv_path, csv_path.with_suffix(".png"))
-        for csv_path in (out_dir / f"{stem}.csv" for stem in stems)
+        for csv_path in (out_dir / f"{stem}.csv" for stem in numbered("eval-curve"))
         if not csv_path.exists() and not csv_path.with_suffix(".png").exists()
     )
     with path.open("w", newline="") as handle:
